@@ -1,0 +1,116 @@
+"""create_app(settings): routers, middleware, error handlers, lifespan. The only wiring."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from switchboard import API_VERSION
+from switchboard.auth.authenticator import Authenticator
+from switchboard.auth.tokens import TokenCodec
+from switchboard.db.engine import make_engine, make_sessionmaker
+from switchboard.db.migrate import upgrade
+from switchboard.error_shapes import install_error_handlers
+from switchboard.logging_setup import configure_logging
+from switchboard.request_context import RequestContextMiddleware
+from switchboard.settings import Settings, load_settings
+
+log = logging.getLogger("switchboard.app")
+
+# Domains in start-up order; each may have a `lifecycle` module with startup/shutdown.
+DOMAINS = (
+    "idempotency",
+    "credentials",
+    "upstream",
+    "catalog",
+    "metering",
+    "auth",
+    "groups",
+    "agents",
+    "llm",
+    "discovery",
+)
+
+OPENAPI_TAGS = [
+    {"name": "LLM Compatibility", "description": "OpenAI-compatible /v1 surface."},
+    {"name": "LLM Credentials", "description": "Write-only provider keys scoped to a user or a room."},
+    {"name": "Working Groups", "description": "Rooms and their members."},
+    {"name": "Economies & Usage", "description": "Economies, usage records and billing reads."},
+    {"name": "Agents", "description": "Agent registry and discovery."},
+    {"name": "Auth", "description": "Embedded authentication: API keys, refresh, delegation, login."},
+    {"name": "MCP", "description": "OAuth discovery documents and the /mcp challenge."},
+    {"name": "Health", "description": "Version, liveness and readiness."},
+]
+
+
+def _lifecycles() -> list[object]:
+    found = []
+    for name in DOMAINS:
+        try:
+            found.append(importlib.import_module(f"switchboard.{name}.lifecycle"))
+        except ModuleNotFoundError as exc:
+            if exc.name != f"switchboard.{name}.lifecycle":
+                raise
+    return found
+
+
+def _routers() -> list[object]:
+    found = []
+    for name in DOMAINS:
+        try:
+            module = importlib.import_module(f"switchboard.{name}.router")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"switchboard.{name}.router":
+                raise
+            continue
+        found.extend(getattr(module, attr) for attr in ("router", "extra_router") if hasattr(module, attr))
+    return found
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    engine = make_engine(settings.database_url)
+    await upgrade(engine)
+    app.state.engine = engine
+    app.state.sessionmaker = make_sessionmaker(engine)
+    started: list[object] = []
+    try:
+        for module in _lifecycles():
+            await module.startup(app)  # type: ignore[attr-defined]
+            started.append(module)
+        log.info("switchboard %s ready (database: %s)", API_VERSION, engine.dialect.name)
+        yield
+    finally:
+        for module in reversed(started):
+            try:
+                await module.shutdown(app)  # type: ignore[attr-defined]
+            except Exception:
+                log.exception("shutdown of %s failed", getattr(module, "__name__", module))
+        await engine.dispose()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or load_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    app = FastAPI(
+        title="Switchboard",
+        version=API_VERSION,
+        openapi_tags=OPENAPI_TAGS,
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.authenticator = Authenticator(
+        TokenCodec(settings.jwt_secret.get_secret_value(), settings.jwt_audience, settings.jwt_leeway_seconds)
+    )
+    install_error_handlers(app)
+    for router in _routers():
+        app.include_router(router)  # type: ignore[arg-type]
+    app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    return app

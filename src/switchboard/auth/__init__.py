@@ -1,0 +1,1 @@
+"""Authentication and authorisation: tokens, principals, permission dependencies, API keys."""

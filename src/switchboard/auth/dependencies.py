@@ -1,0 +1,63 @@
+"""FastAPI dependencies: the current principal and the role, permission and scope gates."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from switchboard.auth.principal import DelegationScope, Principal
+from switchboard.errors import Forbidden
+
+
+async def current_principal(request: Request) -> Principal:
+    cached = getattr(request.state, "principal", None)
+    if isinstance(cached, Principal):
+        return cached
+    principal = await request.app.state.authenticator.authenticate(request.headers.get("authorization"))
+    request.state.principal = principal
+    return principal
+
+
+CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
+
+
+def require_roles(*roles: str) -> Callable[[Principal], Awaitable[Principal]]:
+    async def dependency(principal: CurrentPrincipal) -> Principal:
+        if principal.role not in roles:
+            raise Forbidden(f"requires role {' or '.join(roles)}")
+        return principal
+
+    return dependency
+
+
+def require_permission(name: str, *, or_roles: tuple[str, ...] = ("Admin", "SuperAdmin")) -> Callable[
+    [Principal], Awaitable[Principal]
+]:
+    async def dependency(principal: CurrentPrincipal) -> Principal:
+        if not (principal.has_permission(name) or principal.role in or_roles):
+            raise Forbidden(f"Insufficient permissions: {name}")
+        return principal
+
+    return dependency
+
+
+def require_scope(needed: DelegationScope) -> Callable[[Principal], Awaitable[Principal]]:
+    async def dependency(principal: CurrentPrincipal) -> Principal:
+        if not principal.delegation_allows(needed):
+            raise Forbidden(f"delegation scope {needed!r} required")
+        return principal
+
+    return dependency
+
+
+async def _writer(principal: CurrentPrincipal) -> Principal:
+    if principal.is_viewer:
+        raise Forbidden("Viewer role is read-only")
+    if not principal.delegation_allows("write"):
+        raise Forbidden("delegation scope 'write' required")
+    return principal
+
+
+WriterPrincipal = Annotated[Principal, Depends(_writer)]

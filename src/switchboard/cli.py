@@ -1,0 +1,158 @@
+"""The `switchboard` command: serve, token, db, keys, usage, user."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+import uuid
+from collections.abc import Sequence
+
+from switchboard.settings import SettingsError, load_settings
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    settings = load_settings()
+    # Migrate once here so that N workers do not race to create the schema.
+    from switchboard.db.engine import make_engine
+    from switchboard.db.migrate import upgrade
+
+    async def migrate() -> None:
+        engine = make_engine(settings.database_url)
+        try:
+            await upgrade(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(migrate())
+    uvicorn.run(
+        "switchboard.app:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        loop="uvloop",
+        http="httptools",
+        access_log=False,
+        log_level="warning",
+        timeout_graceful_shutdown=30,
+    )
+    return 0
+
+
+def _cmd_token(args: argparse.Namespace) -> int:
+    from switchboard.auth.tokens import TokenCodec
+
+    settings = load_settings()
+    codec = TokenCodec(settings.jwt_secret.get_secret_value(), settings.jwt_audience)
+    extra: dict[str, object] = {}
+    if args.acting_as:
+        extra.update(
+            auth_method="delegation",
+            acting_as=str(uuid.UUID(args.acting_as)),
+            delegation_scope=args.scope or ["read"],
+            delegation_token_id=str(uuid.uuid4()),
+        )
+    token = codec.mint(
+        sub=args.sub or uuid.uuid4(),
+        role=args.role,
+        permissions=args.permission if args.permission else None,
+        email=args.email,
+        ttl_seconds=args.ttl,
+        extra=extra,
+    )
+    print(token)
+    return 0
+
+
+def _cmd_db_upgrade(_args: argparse.Namespace) -> int:
+    from switchboard.db.engine import make_engine
+    from switchboard.db.migrate import upgrade
+
+    settings = load_settings()
+
+    async def run() -> None:
+        engine = make_engine(settings.database_url)
+        try:
+            await upgrade(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+    print("database is at the latest migration")
+    return 0
+
+
+def _delegate(module: str, function: str) -> object:
+    def run(args: argparse.Namespace) -> int:
+        handler = getattr(importlib.import_module(module), function)
+        return int(handler(args))
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="switchboard", description="OpenAI-compatible LLM gateway")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="start the gateway")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1)
+    serve.set_defaults(handler=_cmd_serve)
+
+    token = sub.add_parser("token", help="mint a JWT with the configured secret")
+    token.add_argument("--sub", help="user id (UUID); random when omitted")
+    token.add_argument("--role", default="User",
+                       choices=["SuperAdmin", "Admin", "Manager", "Operator", "User", "Viewer", "ApiClient"])
+    token.add_argument("--email")
+    token.add_argument("--permission", action="append", help="repeatable; role defaults when omitted")
+    token.add_argument("--acting-as", help="room id: mint a delegation token for that room")
+    token.add_argument("--scope", action="append", choices=["read", "write", "manage"])
+    token.add_argument("--ttl", type=int, default=900, help="lifetime in seconds")
+    token.set_defaults(handler=_cmd_token)
+
+    db = sub.add_parser("db", help="database maintenance")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    db_sub.add_parser("upgrade", help="apply migrations").set_defaults(handler=_cmd_db_upgrade)
+
+    keys = sub.add_parser("keys", help="encryption keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    rotate = keys_sub.add_parser("rotate", help="re-encrypt every credential under the active key")
+    rotate.add_argument("--batch-size", type=int, default=100)
+    rotate.set_defaults(handler=_delegate("switchboard.credentials.rotation_cli", "run"))
+
+    usage = sub.add_parser("usage", help="usage records")
+    usage_sub = usage.add_subparsers(dest="usage_command", required=True)
+    export = usage_sub.add_parser("export", help="export an economy's usage records")
+    export.add_argument("--economy", required=True, help="economy id or slug")
+    export.add_argument("--from", dest="from_", help="RFC 3339 timestamp or date")
+    export.add_argument("--to", help="RFC 3339 timestamp or date")
+    export.add_argument("--format", choices=["csv", "ndjson"], default="csv")
+    export.add_argument("--output", help="file to write; standard output when omitted")
+    export.set_defaults(handler=_delegate("switchboard.metering.export_cli", "run"))
+
+    user = sub.add_parser("user", help="users of the embedded auth")
+    user_sub = user.add_subparsers(dest="user_command", required=True)
+    create = user_sub.add_parser("create", help="create a user; the password is read from standard input")
+    create.add_argument("--email", required=True)
+    create.add_argument("--role", default="User",
+                        choices=["SuperAdmin", "Admin", "Manager", "Operator", "User", "Viewer", "ApiClient"])
+    create.set_defaults(handler=_delegate("switchboard.auth.users_cli", "run"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except SettingsError as exc:
+        print(f"switchboard: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

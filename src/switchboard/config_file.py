@@ -1,0 +1,129 @@
+"""The operator's YAML config (SPEC §6): its typed shape and a loader that names the failing line."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+ProviderKind = Literal["openai", "anthropic", "gemini"]
+PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "gemini")
+
+
+class ConfigError(Exception):
+    """The config file cannot be used; the message names the file and line."""
+
+
+def _decimal_string(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError("a price is a decimal string such as \"0.15\"")
+    try:
+        parsed = Decimal(str(value))
+    except InvalidOperation as exc:
+        raise ValueError(f"{value!r} is not a decimal number") from exc
+    if parsed < 0 or not parsed.is_finite():
+        raise ValueError("a price must be a finite number >= 0")
+    return str(value)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelEntry(_Strict):
+    provider: ProviderKind
+    model: str = Field(min_length=1)
+    tags: tuple[str, ...] = ()
+    input_per_mtok: str | None = None
+    output_per_mtok: str | None = None
+    kind: Literal["chat", "embedding"] = "chat"
+
+    _check_prices = field_validator("input_per_mtok", "output_per_mtok", mode="before")(_decimal_string)
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+
+class DeploymentCredentialEntry(_Strict):
+    provider: ProviderKind
+    api_key_env: str = Field(min_length=1)
+    base_url: str | None = None
+
+
+class PriceOverride(_Strict):
+    input_per_mtok: str | None = None
+    output_per_mtok: str | None = None
+
+    _check_prices = field_validator("input_per_mtok", "output_per_mtok", mode="before")(_decimal_string)
+
+
+class EconomyEntry(_Strict):
+    slug: str = Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    name: str = Field(min_length=1)
+    currency: str = "USD"
+    markup_bps: int = Field(default=0, ge=0, le=1_000_000)
+    price_overrides: dict[str, PriceOverride] = Field(default_factory=dict)
+    budget: str | None = None
+
+
+class GatewayConfig(_Strict):
+    default_economy: str = "default"
+    economies: tuple[EconomyEntry, ...] = ()
+    models: tuple[ModelEntry, ...] = ()
+    aliases: dict[str, str] = Field(default_factory=dict)
+    default: tuple[str, ...] = ()
+    deployment_credentials: tuple[DeploymentCredentialEntry, ...] = ()
+    tools: tuple[str, ...] = ()
+    # Seed agents (issue: agents registry) are validated by the agents domain at start.
+    agents: tuple[dict[str, Any], ...] = ()
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """Walk the composed YAML node tree along a pydantic error location."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+            if match is None:
+                break
+            node = match
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+def parse_config(text: str, source: str = "<config>") -> GatewayConfig:
+    try:
+        data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        raise ConfigError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}:1: the config must be a mapping")
+    try:
+        return GatewayConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(first["loc"])
+        line = _line_of(node, loc)
+        path = ".".join(str(p) for p in loc) or "(top level)"
+        raise ConfigError(f"{source}:{line or '?'}: {path}: {first['msg']}") from None
+
+
+def load_config(path: Path | None) -> GatewayConfig:
+    if path is None or not path.exists():
+        return GatewayConfig()
+    return parse_config(path.read_text(encoding="utf-8"), str(path))

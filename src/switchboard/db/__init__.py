@@ -1,0 +1,1 @@
+"""Storage plumbing: engine, sessions, declarative base, migrations."""

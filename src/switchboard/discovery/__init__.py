@@ -1,0 +1,1 @@
+"""OAuth discovery documents, the /mcp challenge, version and health."""

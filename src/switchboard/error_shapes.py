@@ -1,0 +1,124 @@
+"""Renders every error into the one wire shape its surface documents (SPEC §3)."""
+
+from __future__ import annotations
+
+import logging
+from enum import Enum
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from switchboard.errors import (
+    BadRequest,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    SwitchboardError,
+    ValidationFailed,
+)
+
+log = logging.getLogger("switchboard.errors")
+
+
+class Surface(Enum):
+    OPENAI = "openai"
+    REGISTRY = "registry"
+    FLAT = "flat"
+
+
+def surface_for(path: str) -> Surface:
+    if path.startswith("/v1/") or path == "/v1":
+        return Surface.OPENAI
+    if path == "/agents" or path.startswith("/agents/"):
+        return Surface.REGISTRY
+    return Surface.FLAT
+
+
+def error_body(error: SwitchboardError, surface: Surface) -> dict[str, Any]:
+    if surface is Surface.OPENAI:
+        return {
+            "error": {
+                "message": error.message,
+                "type": error.openai_type,
+                "param": error.param,
+                "code": error.openai_code or error.code.lower(),
+            }
+        }
+    if surface is Surface.REGISTRY:
+        return {"error": {"code": error.code, "message": error.message, "details": error.details}}
+    body: dict[str, Any] = {"error": error.message, "code": error.code}
+    if error.details is not None:
+        body["details"] = error.details
+    return body
+
+
+def error_response(error: SwitchboardError, path: str) -> Response:
+    body = error_body(error, surface_for(path))
+    return Response(
+        content=orjson.dumps(body),
+        status_code=error.status,
+        media_type="application/json",
+        headers=error.headers,
+    )
+
+
+def _describe_validation(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]], str | None]:
+    problems: list[dict[str, Any]] = []
+    for item in exc.errors():
+        loc = [str(part) for part in item.get("loc", ()) if part != "body"]
+        # Never echo the rejected input back: it may be a secret.
+        problems.append({"field": ".".join(loc) or "body", "problem": item.get("msg", "invalid")})
+    if not problems:
+        return "invalid request", problems, None
+    first = problems[0]
+    if any(item.get("type") == "json_invalid" for item in exc.errors()):
+        return "malformed JSON body", problems, None
+    return f"{first['field']}: {first['problem']}", problems, first["field"]
+
+
+async def _on_switchboard_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, SwitchboardError)
+    if exc.status >= 500:
+        log.warning("request failed: %s %s", exc.code, type(exc).__name__)
+    return error_response(exc, request.url.path)
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    message, problems, param = _describe_validation(exc)
+    return error_response(ValidationFailed(message, details=problems, param=param), request.url.path)
+
+
+async def _on_http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    error: SwitchboardError
+    if exc.status_code == 404:
+        error = NotFound("no such route" if exc.detail == "Not Found" else str(exc.detail))
+    elif exc.status_code == 405:
+        error = MethodNotAllowed()
+    elif exc.status_code == 413:
+        error = PayloadTooLarge()
+    else:
+        error = BadRequest(str(exc.detail))
+        error.status = exc.status_code  # type: ignore[misc]
+    response = error_response(error, request.url.path)
+    for name, value in (exc.headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    # The stack trace goes to the log under the request id, never to the client.
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(SwitchboardError(), request.url.path)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(SwitchboardError, _on_switchboard_error)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_exception)
+    app.add_exception_handler(Exception, _on_unexpected)

@@ -1,0 +1,155 @@
+"""The typed exceptions every layer raises; `error_shapes` renders them on the wire."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+
+class SwitchboardError(Exception):
+    """Base of every error that reaches a client.
+
+    `code` is the seed's structured enum (flat and nested shapes); `openai_type` and
+    `openai_code` are what the `/v1` surface sends so that client SDKs raise the right class.
+    """
+
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = "INTERNAL_ERROR"
+    openai_type: ClassVar[str] = "api_error"
+    default_message: ClassVar[str] = "internal error"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        details: str | Mapping[str, Any] | list[Any] | None = None,
+        param: str | None = None,
+        openai_code: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        code: str | None = None,
+    ) -> None:
+        self.message = message or self.default_message
+        super().__init__(self.message)
+        self.details = details
+        self.param = param
+        self.openai_code = openai_code
+        self.headers = dict(headers or {})
+        if code is not None:
+            self.code = code  # type: ignore[misc]
+
+
+class BadRequest(SwitchboardError):
+    status = 400
+    code = "BAD_REQUEST"
+    openai_type = "invalid_request_error"
+    default_message = "bad request"
+
+
+class ValidationFailed(BadRequest):
+    code = "VALIDATION_FAILED"
+    default_message = "validation failed"
+
+
+class IdempotencyConflict(BadRequest):
+    code = "IDEMPOTENCY_CONFLICT"
+    default_message = "Idempotency-Key was already used with a different request body"
+
+
+class Unauthorized(SwitchboardError):
+    status = 401
+    code = "UNAUTHORIZED"
+    openai_type = "authentication_error"
+    default_message = "missing or invalid bearer token"
+
+    def __init__(self, message: str | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.headers.setdefault("WWW-Authenticate", 'Bearer realm="switchboard"')
+        if self.openai_code is None:
+            self.openai_code = "invalid_api_key"
+
+
+class Forbidden(SwitchboardError):
+    status = 403
+    code = "FORBIDDEN"
+    openai_type = "permission_error"
+    default_message = "not allowed"
+
+
+class NotFound(SwitchboardError):
+    status = 404
+    code = "NOT_FOUND"
+    openai_type = "invalid_request_error"
+    default_message = "not found"
+
+
+class MethodNotAllowed(SwitchboardError):
+    status = 405
+    code = "BAD_REQUEST"
+    openai_type = "invalid_request_error"
+    default_message = "method not allowed"
+
+
+class Conflict(SwitchboardError):
+    status = 409
+    code = "CONFLICT"
+    openai_type = "invalid_request_error"
+    default_message = "conflicting state"
+
+
+class PayloadTooLarge(SwitchboardError):
+    status = 413
+    code = "BAD_REQUEST"
+    openai_type = "invalid_request_error"
+    default_message = "request body too large"
+
+
+class Unprocessable(SwitchboardError):
+    """Well-formed input that does not resolve (SPEC §3: 422)."""
+
+    status = 422
+    code = "VALIDATION_FAILED"
+    openai_type = "invalid_request_error"
+    default_message = "input does not resolve"
+
+
+class UpstreamCredentialRejected(SwitchboardError):
+    """A provider refused a stored key: 424, so clients neither refresh nor retry."""
+
+    status = 424
+    code = "LLM_FAILED"
+    openai_type = "invalid_request_error"
+    default_message = "the provider rejected the stored credential"
+
+    def __init__(self, message: str | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("openai_code", "upstream_credential_rejected")
+        super().__init__(message, **kwargs)
+
+
+class RateLimited(SwitchboardError):
+    status = 429
+    code = "RATE_LIMITED"
+    openai_type = "rate_limit_error"
+    default_message = "rate limited"
+
+
+class ServiceUnavailable(SwitchboardError):
+    status = 503
+    code = "INTERNAL_ERROR"
+    default_message = "service unavailable"
+
+
+class UpstreamFailed(SwitchboardError):
+    status = 502
+    code = "LLM_FAILED"
+    default_message = "the provider failed"
+
+
+class UpstreamTimeout(UpstreamFailed):
+    status = 504
+    default_message = "the provider timed out"
+
+
+class UpstreamBadRequest(BadRequest):
+    """A provider's 400, passed on after scrubbing."""
+
+    code = "LLM_FAILED"

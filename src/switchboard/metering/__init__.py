@@ -1,0 +1,1 @@
+"""metering domain."""

@@ -1,0 +1,107 @@
+"""ASGI middleware: request id, body-size limit and the one log line per request."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from switchboard.error_shapes import error_body, surface_for
+from switchboard.errors import PayloadTooLarge
+
+log = logging.getLogger("switchboard.access")
+_VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
+    return None
+
+
+class RequestContextMiddleware:
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        given = _header(scope, b"x-request-id")
+        given_text = given.decode("latin-1") if given else ""
+        request_id = given_text if _VALID_REQUEST_ID.match(given_text) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        rid_header = (b"x-request-id", request_id.encode())
+        status = 0
+        response_started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, response_started
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                response_started = True
+                message["headers"] = [*message.get("headers", []), rid_header]
+            await send(message)
+
+        limit = self.max_body_bytes
+        declared = _header(scope, b"content-length")
+        try:
+            if declared is not None and declared.isdigit() and int(declared) > limit:
+                raise _BodyTooLarge
+            received = 0
+
+            async def limited_receive() -> Message:
+                nonlocal received
+                message = await receive()
+                if message["type"] == "http.request":
+                    received += len(message.get("body", b""))
+                    if received > limit:
+                        raise _BodyTooLarge
+                return message
+
+            await self.app(scope, limited_receive, send_with_id)
+        except _BodyTooLarge:
+            if response_started:
+                raise
+            await _send_error(send_with_id, scope["path"], PayloadTooLarge(f"request body over {limit} bytes"))
+        finally:
+            _log_line(scope, status, started, request_id)
+
+
+async def _send_error(send: Send, path: str, error: PayloadTooLarge) -> None:
+    body = orjson.dumps(error_body(error, surface_for(path)))
+    await send(
+        {
+            "type": "http.response.start",
+            "status": error.status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _log_line(scope: Scope, status: int, started: float, request_id: str) -> None:
+    if not log.isEnabledFor(logging.INFO):
+        return
+    # Never the query string, headers or body: they can carry tokens and secrets.
+    fields: dict[str, Any] = {
+        "request_id": request_id,
+        "method": scope.get("method"),
+        "path": scope.get("path"),
+        "status": status,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+    }
+    log.info("%s %s %s %sms rid=%s", fields["method"], fields["path"], status, fields["duration_ms"],
+             request_id, extra={"fields": fields})

@@ -1,0 +1,197 @@
+"""Settings: the only reader of the environment and of the config file (SPEC §1)."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import secrets
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import SecretStr
+
+from switchboard.config_file import GatewayConfig, load_config
+
+log = logging.getLogger("switchboard.settings")
+
+MIN_SECRET_BYTES = 32
+PREFIX = "SWITCHBOARD_"
+
+
+class SettingsError(Exception):
+    """The gateway cannot start with these settings."""
+
+
+@dataclass(frozen=True)
+class EncryptionKey:
+    kid: str
+    key: SecretStr  # base64 of 32 bytes
+
+    def raw(self) -> bytes:
+        return base64.b64decode(self.key.get_secret_value())
+
+
+@dataclass(frozen=True)
+class Settings:
+    environment: Literal["development", "production"] = "development"
+    data_dir: Path = Path("var")
+    database_url: str = ""
+    jwt_secret: SecretStr = SecretStr("")
+    jwt_audience: str = "svc-agents"
+    jwt_leeway_seconds: int = 30
+    encryption_keys: tuple[EncryptionKey, ...] = ()
+    config_path: Path | None = None
+    config: GatewayConfig = field(default_factory=GatewayConfig)
+    public_url: str = "http://localhost:8000"
+    auth_url: str = "http://localhost:8000"
+    allow_private_upstreams: bool = False
+    max_body_bytes: int = 20 * 1024 * 1024
+    log_format: Literal["text", "json"] = "text"
+    log_level: str = "INFO"
+    upstream_connect_timeout: float = 10.0
+    upstream_first_byte_timeout: float = 120.0
+    upstream_idle_timeout: float = 60.0
+    idempotency_ttl_seconds: int = 24 * 3600
+    usage_queue_size: int = 10_000
+    git_sha: str = "unknown"
+    built_at: str = ""
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+def _bool(value: str | None, default: bool = False) -> bool:
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _read_or_create_secret(path: Path, make: str) -> str:
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(make)
+    log.warning(
+        "GENERATED a development secret at %s (mode 0600). Set SWITCHBOARD_JWT_SECRET and "
+        "SWITCHBOARD_ENCRYPTION_KEYS and SWITCHBOARD_ENV=production for a real deployment.",
+        path,
+    )
+    return make
+
+
+def parse_encryption_keys(spec: str) -> tuple[EncryptionKey, ...]:
+    keys: list[EncryptionKey] = []
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        kid, sep, b64 = item.partition(":")
+        if not sep or not kid:
+            raise SettingsError("SWITCHBOARD_ENCRYPTION_KEYS is a list of kid:base64key")
+        try:
+            raw = base64.b64decode(b64, validate=True)
+        except ValueError:
+            raise SettingsError(f"encryption key {kid!r} is not valid base64") from None
+        if len(raw) != 32:
+            raise SettingsError(f"encryption key {kid!r} must be 32 bytes (AES-256)")
+        keys.append(EncryptionKey(kid=kid, key=SecretStr(b64)))
+    if len({k.kid for k in keys}) != len(keys):
+        raise SettingsError("encryption key ids must be unique")
+    return tuple(keys)
+
+
+def _git_sha(env: Mapping[str, str]) -> str:
+    if env.get(f"{PREFIX}GIT_SHA"):
+        return env[f"{PREFIX}GIT_SHA"]
+    baked = Path(__file__).with_name("_build_info.txt")
+    if baked.exists():
+        return baked.read_text(encoding="utf-8").split()[0]
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=2,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if env is None else env
+
+    def get(name: str, default: str | None = None) -> str | None:
+        value = env.get(PREFIX + name)
+        return value if value not in (None, "") else default
+
+    environment = get("ENV", "development")
+    if environment not in ("development", "production"):
+        raise SettingsError("SWITCHBOARD_ENV is development or production")
+    data_dir = Path(get("DATA_DIR", "var") or "var")
+    dev = environment == "development"
+
+    jwt_secret = get("JWT_SECRET")
+    if jwt_secret is None and dev:
+        jwt_secret = _read_or_create_secret(data_dir / "jwt_secret", secrets.token_urlsafe(48))
+    if jwt_secret is None or len(jwt_secret.encode()) < MIN_SECRET_BYTES:
+        raise SettingsError(f"SWITCHBOARD_JWT_SECRET must be set and at least {MIN_SECRET_BYTES} bytes")
+
+    key_spec = get("ENCRYPTION_KEYS")
+    if key_spec is None and dev:
+        fresh = "dev1:" + base64.b64encode(secrets.token_bytes(32)).decode()
+        key_spec = _read_or_create_secret(data_dir / "encryption_keys", fresh)
+    if key_spec is None:
+        raise SettingsError("SWITCHBOARD_ENCRYPTION_KEYS must be set outside development")
+    keys = parse_encryption_keys(key_spec)
+    if not keys:
+        raise SettingsError("SWITCHBOARD_ENCRYPTION_KEYS holds no key")
+
+    default_db = f"sqlite+aiosqlite:///{(data_dir / 'switchboard.db').as_posix()}"
+    config_path_text = get("CONFIG")
+    config_path = Path(config_path_text) if config_path_text else Path("config/switchboard.yaml")
+    if config_path_text and not config_path.exists():
+        raise SettingsError(f"SWITCHBOARD_CONFIG names {config_path}, which does not exist")
+
+    def number(name: str, default: float) -> float:
+        raw = get(name)
+        try:
+            return float(raw) if raw is not None else default
+        except ValueError:
+            raise SettingsError(f"{PREFIX}{name} must be a number") from None
+
+    public_url = (get("PUBLIC_URL", "http://localhost:8000") or "").rstrip("/")
+    log_format = get("LOG_FORMAT", "text")
+    if log_format not in ("text", "json"):
+        raise SettingsError("SWITCHBOARD_LOG_FORMAT is text or json")
+    return Settings(
+        environment=environment,  # type: ignore[arg-type]
+        data_dir=data_dir,
+        database_url=get("DATABASE_URL", default_db) or default_db,
+        jwt_secret=SecretStr(jwt_secret),
+        jwt_audience=get("JWT_AUDIENCE", "svc-agents") or "svc-agents",
+        encryption_keys=keys,
+        config_path=config_path,
+        config=load_config(config_path),
+        public_url=public_url,
+        auth_url=(get("AUTH_URL", public_url) or public_url).rstrip("/"),
+        allow_private_upstreams=_bool(get("ALLOW_PRIVATE_UPSTREAMS")),
+        max_body_bytes=int(number("MAX_BODY_BYTES", 20 * 1024 * 1024)),
+        log_format=log_format,  # type: ignore[arg-type]
+        log_level=(get("LOG_LEVEL", "INFO") or "INFO").upper(),
+        upstream_connect_timeout=number("UPSTREAM_CONNECT_TIMEOUT", 10.0),
+        upstream_first_byte_timeout=number("UPSTREAM_FIRST_BYTE_TIMEOUT", 120.0),
+        upstream_idle_timeout=number("UPSTREAM_IDLE_TIMEOUT", 60.0),
+        idempotency_ttl_seconds=int(number("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)),
+        usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
+        git_sha=_git_sha(env),
+        built_at=get("BUILT_AT", "") or "",
+    )

@@ -1,0 +1,101 @@
+"""Suite-wide fixtures: databases, the fake provider, gateways on real ports, tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.databases import DatabaseFactory
+from tests.support.gateway import Gateway, build_settings, start_gateway, write_config
+from tests.support.recorder import RECORDER
+from tests.support.servers import ServerThread
+
+
+@pytest.fixture(scope="session")
+def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("switchboard")
+
+
+@pytest.fixture(scope="session")
+def databases(session_dir: Path) -> Iterator[DatabaseFactory]:
+    factory = DatabaseFactory(session_dir)
+    yield factory
+    asyncio.run(factory.cleanup())
+
+
+@pytest.fixture(scope="session")
+def fake_provider() -> Iterator[Any]:
+    from tests.fakes.provider import FakeProvider
+
+    provider = FakeProvider()
+    server = ServerThread(provider.app, name="fake-provider").start()
+    provider.base_url = server.url
+    yield provider
+    server.stop()
+
+
+def default_test_config(provider_url: str) -> dict[str, Any]:
+    return {
+        "default_economy": "default",
+        "economies": [{"slug": "default", "name": "Default", "currency": "USD"}],
+        "models": [
+            {"provider": "openai", "model": "gpt-4o-mini", "tags": ["fast", "cheap"],
+             "input_per_mtok": "0.15", "output_per_mtok": "0.60"},
+            {"provider": "openai", "model": "text-embedding-3-small", "tags": ["embed"], "kind": "embedding",
+             "input_per_mtok": "0.02", "output_per_mtok": "0"},
+            {"provider": "anthropic", "model": "claude-3-5-haiku-latest", "tags": ["fast"],
+             "input_per_mtok": "0.80", "output_per_mtok": "4.00"},
+            {"provider": "gemini", "model": "gemini-2.0-flash", "tags": ["google"],
+             "input_per_mtok": "0.10", "output_per_mtok": "0.40"},
+        ],
+        "aliases": {"fast": "openai/gpt-4o-mini", "claude": "anthropic/claude-3-5-haiku-latest"},
+        "default": ["openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest"],
+        "deployment_credentials": [],
+        "tools": ["web_search", "code_interpreter"],
+    }
+
+
+GatewayFactory = Callable[..., Gateway]
+
+
+@pytest.fixture(scope="session")
+def make_gateway(
+    session_dir: Path, databases: DatabaseFactory, fake_provider: Any
+) -> Iterator[GatewayFactory]:
+    started: list[Gateway] = []
+
+    def factory(
+        config: dict[str, Any] | str | None = None,
+        env: dict[str, str] | None = None,
+        database_url: str | None = None,
+    ) -> Gateway:
+        data_dir = session_dir / f"gw-{uuid.uuid4().hex[:8]}"
+        data_dir.mkdir()
+        db_url = database_url or asyncio.run(databases.create())
+        config_path = write_config(data_dir, config if config is not None else default_test_config(
+            fake_provider.base_url))
+        gateway = start_gateway(build_settings(data_dir, db_url, config_path, env))
+        started.append(gateway)
+        return gateway
+
+    yield factory
+    for gateway in started:
+        gateway.stop()
+
+
+@pytest.fixture(scope="session")
+def gateway(make_gateway: GatewayFactory) -> Gateway:
+    """The shared gateway: tests isolate themselves by using fresh users and rooms."""
+    return make_gateway()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    leaks = RECORDER.leaks()
+    if leaks:
+        session.exitstatus = 1
+        print(f"\nSECRET LEAK: {len(leaks)} registered secret(s) appeared in responses: {leaks}")

@@ -1,0 +1,56 @@
+"""Fresh databases for tests: a new SQLite file, or a new PostgreSQL database in the local cluster."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import asyncpg
+
+POSTGRES_ADMIN_DSN = os.environ.get("SWITCHBOARD_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def backend() -> str:
+    return os.environ.get("SWITCHBOARD_TEST_DB", "sqlite")
+
+
+async def _create_pg(name: str) -> None:
+    conn = await asyncpg.connect(POSTGRES_ADMIN_DSN)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+async def _drop_pg(name: str) -> None:
+    conn = await asyncpg.connect(POSTGRES_ADMIN_DSN)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+class DatabaseFactory:
+    """Hands out empty databases of the selected backend and removes them at the end."""
+
+    def __init__(self, tmp_dir: Path) -> None:
+        self.tmp_dir = tmp_dir
+        self.kind = backend()
+        self._pg_names: list[str] = []
+
+    async def create(self) -> str:
+        if self.kind == "postgres":
+            name = f"sb_test_{uuid.uuid4().hex[:12]}"
+            await _create_pg(name)
+            self._pg_names.append(name)
+            base = POSTGRES_ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+            return f"{base}/{name}"
+        path = self.tmp_dir / f"db-{uuid.uuid4().hex[:8]}" / "switchboard.db"
+        path.parent.mkdir(parents=True)
+        return f"sqlite+aiosqlite:///{path}"
+
+    async def cleanup(self) -> None:
+        for name in self._pg_names:
+            await _drop_pg(name)
+        self._pg_names.clear()

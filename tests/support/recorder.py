@@ -1,0 +1,49 @@
+"""Records every response body the suite sees, so one test-wide check can look for leaked secrets."""
+
+from __future__ import annotations
+
+import threading
+
+import httpx
+
+
+class ResponseRecorder:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.bodies: list[bytes] = []
+        self.headers: list[str] = []
+        self.secrets: set[str] = set()
+
+    def remember_secret(self, secret: str) -> str:
+        with self._lock:
+            self.secrets.add(secret)
+        return secret
+
+    def record(self, response: httpx.Response) -> None:
+        response.read()
+        with self._lock:
+            self.bodies.append(response.content)
+            self.headers.append(str(list(response.headers.items())))
+
+    def leaks(self) -> list[str]:
+        with self._lock:
+            found = []
+            for secret in self.secrets:
+                needle = secret.encode()
+                if any(needle in body for body in self.bodies) or any(secret in h for h in self.headers):
+                    found.append(secret[:4] + "…")
+            return found
+
+
+RECORDER = ResponseRecorder()
+
+
+def recording_client(base_url: str, token: str | None = None, **kwargs: object) -> httpx.Client:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(
+        base_url=base_url,
+        headers=headers,
+        timeout=30.0,
+        event_hooks={"response": [RECORDER.record]},
+        **kwargs,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,63 @@
+"""Runs an ASGI app under uvicorn on a real loopback port, in a thread with its own event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+
+class ServerThread:
+    def __init__(self, app: Any, *, name: str = "server") -> None:
+        self.app = app
+        self.name = name
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=0, log_level="warning", access_log=False,
+            lifespan="on", loop="asyncio", http="h11", timeout_graceful_shutdown=5,
+        )
+        self.server = uvicorn.Server(config)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self.server.serve())
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            self.loop.close()
+
+    def start(self, timeout: float = 30.0) -> ServerThread:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError(f"{self.name} failed to start") from self._error
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name} did not start within {timeout}s")
+            time.sleep(0.01)
+        return self
+
+    @property
+    def port(self) -> int:
+        sockets = self.server.servers[0].sockets
+        return int(sockets[0].getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def call_soon(self, coro: Any, timeout: float = 30.0) -> Any:
+        """Run a coroutine on the server's own loop (to reach its engine or state)."""
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self._thread.join(timeout=15)
