@@ -1,1 +1,1 @@
-"""kit domain."""
+"""Domain-free helpers: secrets, crypto, pagination, time."""

@@ -1,0 +1,50 @@
+"""Opaque cursors and limits for `{data, next_cursor}` lists (SPEC §4)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import Annotated, Any, Generic, TypeVar
+
+import orjson
+from fastapi import Query
+from pydantic import BaseModel
+
+from switchboard.errors import ValidationFailed
+
+T = TypeVar("T")
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+
+class Page(BaseModel, Generic[T]):
+    data: list[T]
+    next_cursor: str | None
+
+
+def encode_cursor(key: Sequence[Any]) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps(list(key))).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> list[Any] | None:
+    """The sort key after which the next page starts; 400 for anything we did not issue."""
+    if cursor is None or cursor == "":
+        return None
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        value = orjson.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (ValueError, orjson.JSONDecodeError):
+        raise ValidationFailed("cursor is not valid", param="cursor") from None
+    if not isinstance(value, list):
+        raise ValidationFailed("cursor is not valid", param="cursor")
+    return value
+
+
+def check_limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ValidationFailed(f"limit must be between 1 and {MAX_LIMIT}", param="limit")
+    return limit
+
+
+Limit = Annotated[int, Query(description=f"page size, 1 to {MAX_LIMIT}")]
+Cursor = Annotated[str | None, Query(description="opaque cursor from the previous page")]
