@@ -123,6 +123,19 @@ def parse_config(text: str, source: str = "<config>") -> GatewayConfig:
         raise ConfigError(f"{source}:{line or '?'}: {path}: {first['msg']}") from None
 
 
+def locate(path: Path | None, message: str) -> str:
+    """Prefix a `dotted.path: problem` message with the file and line the path points at."""
+    where, sep, rest = message.partition(": ")
+    if path is None or not sep or not path.exists():
+        return message
+    loc = tuple(int(p) if p.isdigit() else p for p in where.split("."))
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return message
+    return f"{path}:{_line_of(node, loc) or '?'}: {where}: {rest}"
+
+
 def load_config(path: Path | None) -> GatewayConfig:
     if path is None or not path.exists():
         return GatewayConfig()

@@ -1,1 +1,1 @@
-"""catalog domain."""
+"""The operator's catalog: models, aliases, tags, defaults; selector parsing and resolution."""

@@ -1,0 +1,82 @@
+"""The catalog built once at start from the config file, indexed for the hot path."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from switchboard.catalog.selectors import Selector, parse_selector, selector_from_spec
+from switchboard.config_file import PROVIDERS, ConfigError, GatewayConfig, ModelEntry
+from switchboard.errors import BadRequest
+
+
+@dataclass(frozen=True)
+class Catalog:
+    models: tuple[ModelEntry, ...] = ()
+    by_key: Mapping[str, ModelEntry] = field(default_factory=dict)
+    by_tag: Mapping[str, tuple[ModelEntry, ...]] = field(default_factory=dict)
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    default: tuple[str, ...] = ()
+    tools: frozenset[str] = frozenset()
+
+    def model_for(self, provider: str, model: str) -> ModelEntry:
+        """A catalog entry, or an unlisted model of a known provider (priced elsewhere or not at all)."""
+        return self.by_key.get(f"{provider}/{model}") or ModelEntry(provider=provider, model=model)  # type: ignore[arg-type]
+
+    def entry(self, key: str) -> ModelEntry:
+        provider, _, model = key.partition("/")
+        return self.model_for(provider, model)
+
+    def validate_agent_selector(self, spec: dict[str, object] | None) -> list[str]:
+        """Why an agent's model selector does not resolve in this catalog; empty when it does."""
+        try:
+            selector = selector_from_spec(spec)
+        except BadRequest as exc:
+            return [exc.message]
+        if selector.kind == "tagged" and selector.tag not in self.by_tag:
+            return [f"no catalog model carries tag {selector.tag!r}"]
+        if selector.kind == "alias" and selector.alias not in self.aliases:
+            return [f"unknown model alias {selector.alias!r}"]
+        if selector.kind == "exact" and selector.provider not in PROVIDERS:
+            return [f"unknown provider {selector.provider!r}"]
+        if selector.kind == "default" and not self.default:
+            return ["the catalog has no default models"]
+        return []
+
+    def selector_problem(self, selector: Selector) -> str | None:
+        problems = self.validate_agent_selector(
+            {"kind": selector.kind, "tag": selector.tag, "provider": selector.provider,
+             "model": selector.model, "alias": selector.alias}
+        )
+        return problems[0] if problems else None
+
+
+def _check_key(key: str, where: str) -> None:
+    provider, sep, model = key.partition("/")
+    if not sep or provider not in PROVIDERS or not model:
+        raise ConfigError(f"{where}: {key!r} is not <provider>/<model> with provider one of {', '.join(PROVIDERS)}")
+
+
+def build_catalog(config: GatewayConfig) -> Catalog:
+    by_key: dict[str, ModelEntry] = {}
+    by_tag: dict[str, list[ModelEntry]] = {}
+    for index, entry in enumerate(config.models):
+        if entry.key in by_key:
+            raise ConfigError(f"models.{index}: {entry.key} is listed twice")
+        by_key[entry.key] = entry
+        for tag in entry.tags:
+            by_tag.setdefault(tag, []).append(entry)
+    for alias, target in config.aliases.items():
+        _check_key(target, f"aliases.{alias}")
+        if parse_selector(alias).kind != "alias":
+            raise ConfigError(f"aliases.{alias}: an alias may not look like another selector form")
+    for index, key in enumerate(config.default):
+        _check_key(key, f"default.{index}")
+    return Catalog(
+        models=config.models,
+        by_key=by_key,
+        by_tag={tag: tuple(entries) for tag, entries in by_tag.items()},
+        aliases=dict(config.aliases),
+        default=config.default,
+        tools=frozenset(config.tools),
+    )
