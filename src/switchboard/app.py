@@ -15,6 +15,7 @@ from switchboard.auth.tokens import TokenCodec
 from switchboard.db.engine import make_engine, make_sessionmaker
 from switchboard.db.migrate import upgrade
 from switchboard.error_shapes import install_error_handlers
+from switchboard.idempotency.middleware import IdempotencyMiddleware
 from switchboard.logging_setup import configure_logging
 from switchboard.request_context import RequestContextMiddleware
 from switchboard.settings import Settings, load_settings
@@ -112,5 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in _routers():
         app.include_router(router)  # type: ignore[arg-type]
+    # Added first, so it runs inside RequestContextMiddleware (request id, body limit, log line).
+    app.add_middleware(IdempotencyMiddleware)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
     return app
