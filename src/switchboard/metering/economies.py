@@ -1,0 +1,208 @@
+"""Economies: the manifest, stable ids, the config sync at start, lookup by id or slug, changes."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from switchboard.config_file import EconomyEntry, GatewayConfig, PriceOverride
+from switchboard.errors import Conflict, NotFound
+from switchboard.kit.clock import utcnow
+from switchboard.metering.models import EconomyRow
+
+DEFAULT_SLUG = "default"
+MANAGED_BY_CONFIG = "config"
+MANAGED_BY_API = "api"
+
+
+class EconomySetupError(Exception):
+    """The config's economies cannot be applied to this database; the gateway must not start."""
+
+
+def economy_id_for(slug: str) -> uuid.UUID:
+    """The id every replica derives for a config-declared economy (and for `default`)."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"switchboard:economy:{slug}")
+
+
+def as_uuid(text: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Economy:
+    id: uuid.UUID
+    slug: str
+    name: str
+    currency: str
+    markup_bps: int
+    price_overrides: Mapping[str, PriceOverride]
+    budget: str | None
+    managed_by: str
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def is_default(self) -> bool:
+        return self.slug == DEFAULT_SLUG
+
+
+def overrides_from_json(raw: Mapping[str, Any] | None) -> dict[str, PriceOverride]:
+    return {key: PriceOverride.model_validate(value) for key, value in (raw or {}).items()}
+
+
+def overrides_to_json(overrides: Mapping[str, PriceOverride]) -> dict[str, Any]:
+    return {key: value.model_dump() for key, value in overrides.items()}
+
+
+def to_economy(row: EconomyRow) -> Economy:
+    return Economy(
+        id=row.id,
+        slug=row.slug,
+        name=row.name,
+        currency=row.currency,
+        markup_bps=row.markup_bps,
+        price_overrides=overrides_from_json(row.price_overrides),
+        budget=row.budget,
+        managed_by=row.managed_by,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _entry_values(entry: EconomyEntry) -> dict[str, Any]:
+    return {
+        "slug": entry.slug,
+        "name": entry.name,
+        "currency": entry.currency,
+        "markup_bps": entry.markup_bps,
+        "price_overrides": overrides_to_json(entry.price_overrides),
+        "budget": entry.budget,
+        "managed_by": MANAGED_BY_CONFIG,
+    }
+
+
+def config_entries(config: GatewayConfig) -> list[EconomyEntry]:
+    entries = list(config.economies)
+    if all(entry.slug != DEFAULT_SLUG for entry in entries):
+        entries.insert(0, EconomyEntry(slug=DEFAULT_SLUG, name="Default"))
+    return entries
+
+
+async def sync_config_economies(session: AsyncSession, config: GatewayConfig) -> Economy:
+    """Make the database hold the config's economies (and `default`); return the default economy.
+
+    Safe when several replicas start at once: rows are inserted with ON CONFLICT DO NOTHING and
+    then updated to the same values, so the last writer writes what the first one did.
+    """
+    entries = config_entries(config)
+    now = utcnow()
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    for entry in entries:
+        values = {"id": economy_id_for(entry.slug), **_entry_values(entry), "created_at": now,
+                  "updated_at": now}
+        await session.execute(insert(EconomyRow).values(**values).on_conflict_do_nothing())
+    rows = {row.slug: row for row in (await session.scalars(
+        select(EconomyRow).where(EconomyRow.slug.in_([e.slug for e in entries]))
+    )).all()}
+    for entry in entries:
+        row = rows.get(entry.slug)
+        if row is None or row.id != economy_id_for(entry.slug):
+            raise EconomySetupError(
+                f"the config declares economy {entry.slug!r}, but an economy created over the API "
+                "already uses that slug; rename one of them"
+            )
+        wanted = _entry_values(entry)
+        if any(getattr(row, name) != value for name, value in wanted.items()):
+            await session.execute(
+                update(EconomyRow).where(EconomyRow.id == row.id).values(**wanted, updated_at=now)
+            )
+    default = await find_economy(session, config.default_economy)
+    if default is None:
+        raise EconomySetupError(f"default_economy names {config.default_economy!r}, which does not exist")
+    return default
+
+
+async def find_economy(session: AsyncSession, ref: str) -> Economy | None:
+    """By id when `ref` is a UUID, else by slug (slugs never parse as UUIDs)."""
+    ref = ref.strip()
+    economy_id = as_uuid(ref)
+    column = EconomyRow.id if economy_id is not None else EconomyRow.slug
+    row = await session.scalar(select(EconomyRow).where(column == (economy_id or ref)))
+    return to_economy(row) if row is not None else None
+
+
+async def get_economy(session: AsyncSession, ref: str) -> Economy:
+    economy = await find_economy(session, ref)
+    if economy is None:
+        raise NotFound("economy not found")
+    return economy
+
+
+async def economies_by_id(session: AsyncSession, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Economy]:
+    if not ids:
+        return {}
+    rows = await session.scalars(select(EconomyRow).where(EconomyRow.id.in_(set(ids))))
+    return {row.id: to_economy(row) for row in rows}
+
+
+async def list_economies(
+    session: AsyncSession, only: set[uuid.UUID] | None, after_slug: str | None, limit: int
+) -> list[Economy]:
+    """Economies ordered by slug; `only` limits to those ids (None: all)."""
+    query = select(EconomyRow).order_by(EconomyRow.slug).limit(limit)
+    if only is not None:
+        query = query.where(EconomyRow.id.in_(only))
+    if after_slug is not None:
+        query = query.where(EconomyRow.slug > after_slug)
+    return [to_economy(row) for row in await session.scalars(query)]
+
+
+async def create_economy(session: AsyncSession, values: Mapping[str, Any]) -> Economy:
+    now = utcnow()
+    row = EconomyRow(
+        id=uuid.uuid4(),
+        slug=values["slug"],
+        name=values["name"],
+        currency=values.get("currency") or "USD",
+        markup_bps=values.get("markup_bps") or 0,
+        price_overrides=overrides_to_json(values.get("price_overrides") or {}),
+        budget=values.get("budget"),
+        managed_by=MANAGED_BY_API,
+        created_at=now,
+        updated_at=now,
+    )
+    if await session.scalar(select(EconomyRow.id).where(EconomyRow.slug == row.slug)) is not None:
+        raise Conflict(f"economy slug {row.slug!r} is taken")
+    session.add(row)
+    try:
+        await session.flush()
+    except IntegrityError:
+        # Lost a race with a concurrent create of the same slug.
+        raise Conflict(f"economy slug {row.slug!r} is taken") from None
+    return to_economy(row)
+
+
+async def update_economy(session: AsyncSession, economy: Economy, changes: Mapping[str, Any]) -> Economy:
+    if economy.managed_by == MANAGED_BY_CONFIG:
+        raise Conflict(f"economy {economy.slug!r} is declared in the config file; change it there")
+    values = dict(changes)
+    if "price_overrides" in values:
+        values["price_overrides"] = overrides_to_json(values["price_overrides"] or {})
+    if not values:
+        return economy
+    await session.execute(
+        update(EconomyRow).where(EconomyRow.id == economy.id).values(**values, updated_at=utcnow())
+    )
+    return await get_economy(session, str(economy.id))

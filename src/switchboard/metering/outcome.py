@@ -1,0 +1,62 @@
+"""What a model call reports to metering (`CallOutcome`) and the sink that records it durably."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+CallStatus = Literal["ok", "error", "cancelled"]
+CredentialScope = Literal["user", "room", "deployment"]
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """SPEC §8's usage record minus `id`, `cost` and `priced`, which metering computes.
+
+    `provider`, `model` and `economy_id` are also what pricing needs. Token counts are the
+    provider's reported usage (for a cancelled stream: what was known so far).
+    """
+
+    request_id: str
+    occurred_at: datetime
+    economy_id: uuid.UUID
+    user_id: uuid.UUID
+    provider: str
+    model: str
+    selector: str
+    endpoint: str
+    credential_scope: CredentialScope
+    status: CallStatus = "ok"
+    stream: bool = False
+    room_id: uuid.UUID | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    credential_id: uuid.UUID | None = None
+    error_code: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    latency_ms: int = 0
+    ttft_ms: int | None = None
+    idempotency_key: str | None = None
+
+
+class CallSink(Protocol):
+    """`app.state.call_sink`: `record` returns only once the outcome's record is committed."""
+
+    async def record(self, outcome: CallOutcome) -> None: ...
+
+
+def new_record_id() -> uuid.UUID:
+    """A UUIDv7 (RFC 9562): time-ordered, so new records append to the primary-key index."""
+    millis = time.time_ns() // 1_000_000
+    value = (millis & ((1 << 48) - 1)) << 80
+    value |= int.from_bytes(os.urandom(10), "big") & ((1 << 80) - 1)
+    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
+    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
+    return uuid.UUID(int=value)

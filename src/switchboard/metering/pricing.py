@@ -1,0 +1,130 @@
+"""Exact call costs: SPEC §6's price order, the economy's markup, one half-up rounding to nano-units."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
+
+from switchboard.config_file import ModelEntry, PriceOverride
+
+log = logging.getLogger("switchboard.metering.pricing")
+
+# Nano-units per currency unit divided by tokens per "mtok" price unit: 1e9 / 1e6.
+_NANOS_PER_TOKEN_PRICE = Decimal(1000)
+_BPS = Decimal(10_000)
+# Far beyond any token count times any price string: every step below stays exact.
+_PRECISION = 120
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Per-million-token prices in currency units; None where no source knows the side."""
+
+    input_per_mtok: Decimal | None
+    output_per_mtok: Decimal | None
+    source: str | None
+
+
+@dataclass(frozen=True)
+class Cost:
+    nanos: int
+    priced: bool
+    input_per_mtok: str | None
+    output_per_mtok: str | None
+    markup_bps: int
+    source: str | None
+
+
+UNKNOWN = Prices(None, None, None)
+
+
+def _decimal(value: object) -> Decimal | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        # str() first: a float's repr is the short decimal people wrote, its binary value is not.
+        parsed = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return None
+    return parsed if parsed.is_finite() and parsed >= 0 else None
+
+
+def _pair(value: object) -> tuple[Decimal | None, Decimal | None]:
+    """Read (input, output) from whatever shape a price source hands over."""
+    if value is None:
+        return None, None
+    if isinstance(value, tuple) and len(value) == 2:
+        return _decimal(value[0]), _decimal(value[1])
+    if isinstance(value, Mapping):
+        return _decimal(value.get("input_per_mtok")), _decimal(value.get("output_per_mtok"))
+    return _decimal(getattr(value, "input_per_mtok", None)), _decimal(getattr(value, "output_per_mtok", None))
+
+
+def litellm_lookup(provider: str, model: str) -> Prices:
+    """litellm's cost map, via the upstream domain (the only code that imports litellm)."""
+    try:
+        # Looked up by name: the upstream domain may be built without it (then: unknown).
+        prices_module = importlib.import_module("switchboard.upstream.prices")
+    except ImportError:
+        return UNKNOWN
+    try:
+        found = prices_module.litellm_prices(provider, model)
+    except Exception:  # a broken cost-map entry must not lose the record: the call is unpriced
+        log.warning("litellm price lookup failed for %s/%s", provider, model)
+        return UNKNOWN
+    inp, out = _pair(found)
+    return Prices(inp, out, "litellm" if inp is not None or out is not None else None)
+
+
+def find_prices(
+    provider: str,
+    model: str,
+    overrides: Mapping[str, PriceOverride],
+    catalog: Mapping[str, ModelEntry],
+    litellm: Prices = UNKNOWN,
+) -> Prices:
+    """Each side from the first source that names it: economy override, catalog, litellm's map."""
+    key = f"{provider}/{model}"
+    sources: list[tuple[str, tuple[Decimal | None, Decimal | None]]] = [
+        ("override", _pair(overrides.get(key))),
+        ("catalog", _pair(catalog.get(key))),
+        ("litellm", (litellm.input_per_mtok, litellm.output_per_mtok)),
+    ]
+    found: list[Decimal | None] = [None, None]
+    used: list[str] = []
+    for name, pair in sources:
+        for side in (0, 1):
+            if found[side] is None and pair[side] is not None:
+                found[side] = pair[side]
+                if name not in used:
+                    used.append(name)
+    return Prices(found[0], found[1], "+".join(used) or None)
+
+
+def needs_litellm(prices: Prices) -> bool:
+    return prices.input_per_mtok is None or prices.output_per_mtok is None
+
+
+def compute_cost(prices: Prices, prompt_tokens: int, completion_tokens: int, markup_bps: int) -> Cost:
+    """cost = (prompt * input + completion * output) / 1e6 * (1 + bps/1e4), in nano-units, half-up once.
+
+    Unpriced (cost 0, `priced` false) when no price is known, or when a side that has tokens has no
+    price: a partial sum would be a silent undercount.
+    """
+    inp, out = prices.input_per_mtok, prices.output_per_mtok
+    missing = (prompt_tokens > 0 and inp is None) or (completion_tokens > 0 and out is None)
+    if (inp is None and out is None) or missing:
+        return Cost(0, False, _text(inp), _text(out), markup_bps, prices.source)
+    with localcontext() as ctx:
+        ctx.prec = _PRECISION
+        base = prompt_tokens * (inp or Decimal(0)) + completion_tokens * (out or Decimal(0))
+        exact = base * _NANOS_PER_TOKEN_PRICE * (_BPS + markup_bps) / _BPS
+        nanos = int(exact.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    return Cost(nanos, True, _text(inp), _text(out), markup_bps, prices.source)
+
+
+def _text(value: Decimal | None) -> str | None:
+    return None if value is None else format(value, "f")
