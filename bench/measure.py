@@ -1,0 +1,88 @@
+"""Measure one target beside the direct upstream: load phases in pairs, TTFB, memory after load."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from bench import proctree
+from bench.load import LoadResult, run_wrk
+from bench.machine import load_average
+from bench.options import Options
+from bench.probe import Ttfb, check_answers, time_to_first_byte
+from bench.target import MODES, Mode, Target
+
+BUSY = 0.15  # share of the machine used by others above which a phase is flagged
+
+
+@dataclass(frozen=True)
+class Pair:
+    direct: LoadResult
+    target: LoadResult
+
+
+@dataclass
+class TargetReport:
+    name: str
+    kind: str  # "direct", "switchboard" or "litellm"
+    db: str | None
+    workers: int
+    startup_s: float | None = None
+    pairs: list[Pair] = field(default_factory=list)
+    ttfb_direct: Ttfb | None = None
+    ttfb_target: Ttfb | None = None
+    rss_total: int = 0
+    rss_each: list[int] = field(default_factory=list)
+    usage_records: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def pair(self, mode: Mode, concurrency: int) -> Pair | None:
+        return next(
+            (p for p in self.pairs if p.target.mode == mode and p.target.concurrency == concurrency), None
+        )
+
+    @property
+    def calls(self) -> int:
+        return sum(p.target.requests for p in self.pairs)
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _line(label: str, r: LoadResult) -> str:
+    flag = f"  BUSY: others used {r.other_load:.0%} of the machine" if r.other_load > BUSY else ""
+    errors = f", errors {r.errors.status} status + {r.errors.socket} socket" if r.errors.total else ""
+    return (
+        f"    {label:<26} {r.rps:9.0f} req/s  p50 {r.p50_ms:7.2f} ms  p99 {r.p99_ms:7.2f} ms  "
+        f"cpu {r.cpu_ms_per_call:6.3f} ms/call{errors}{flag}"
+    )
+
+
+def measure(opts: Options, direct: Target, target: Target, report: TargetReport) -> None:
+    for mode in MODES:
+        check_answers(direct.endpoint(mode), stream=mode == "stream")
+        check_answers(target.endpoint(mode), stream=mode == "stream")
+    for mode in MODES:  # warm caches and connection pools; not recorded
+        run_wrk(opts.work, target, mode, 16, opts.warmup_seconds, warmup=True)
+    for mode in MODES:
+        for concurrency in opts.concurrency:
+            one, _, _ = load_average()
+            say(f"  {mode} c={concurrency} (load average {one:.2f})")
+            d = run_wrk(opts.work, direct, mode, concurrency, opts.seconds)
+            say(_line("direct", d))
+            t = run_wrk(opts.work, target, mode, concurrency, opts.seconds)
+            say(_line(target.name, t))
+            report.pairs.append(Pair(d, t))
+            if t.other_load > BUSY or d.other_load > BUSY:
+                report.notes.append(f"{mode} c={concurrency}: the machine was busy with other work")
+    report.rss_total, report.rss_each = proctree.rss_bytes(target.pid)
+    report.ttfb_direct = time_to_first_byte(direct.stream, opts.ttfb_samples)
+    report.ttfb_target = time_to_first_byte(target.stream, opts.ttfb_samples)
+    say(
+        f"  time to first streamed byte, c=1: direct {report.ttfb_direct.p50_ms:.2f} ms, "
+        f"{target.name} {report.ttfb_target.p50_ms:.2f} ms (p50 of {report.ttfb_target.samples})"
+    )
+    mib = report.rss_total / 2**20
+    say(f"  resident memory after load: {mib:.0f} MiB over {len(report.rss_each)} processes")
+    sys.stdout.flush()

@@ -1,0 +1,72 @@
+"""Command-line options of the benchmark."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+
+
+@dataclass(frozen=True)
+class Options:
+    dbs: tuple[str, ...]
+    workers: tuple[int, ...]
+    concurrency: tuple[int, ...]
+    seconds: int  # per load phase
+    warmup_seconds: int
+    ttfb_samples: int
+    litellm: bool
+    check: bool
+    quick: bool
+    direct_only: bool
+    pg_admin_dsn: str
+    work: Path
+    results: Path
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    values = tuple(int(x) for x in text.split(",") if x.strip())
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError("a comma-separated list of positive integers")
+    return values
+
+
+def parse(argv: list[str] | None = None) -> Options:
+    parser = argparse.ArgumentParser(
+        prog="bench/run",
+        description="Measure what Switchboard adds to a call, beside a direct call to the same upstream.",
+    )
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--workers", type=_ints, default=(1, 2), help="e.g. 1,2 (default) or 1")
+    parser.add_argument("--concurrency", type=_ints, default=(1, 16, 64), help="default 1,16,64")
+    parser.add_argument("--quick", action="store_true", help="short smoke run (2 s phases, 100 TTFB samples)")
+    parser.add_argument("--seconds", type=int, help="seconds per load phase (default 10, quick 2)")
+    parser.add_argument("--ttfb-samples", type=int, help="streamed calls timed at c=1 (default 1000)")
+    parser.add_argument("--litellm", action="store_true", help="also measure LiteLLM proxy (no DB)")
+    parser.add_argument("--direct-only", action="store_true", help="measure only the upstream itself")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a budget fails")
+    parser.add_argument(
+        "--pg-admin-dsn",
+        default="postgresql://postgres@127.0.0.1:5432/postgres",
+        help="where a fresh database is created and dropped (trust auth by default)",
+    )
+    args = parser.parse_args(argv)
+    dbs = ("sqlite", "postgres") if args.db == "both" else (args.db,)
+    return Options(
+        dbs=dbs,
+        workers=args.workers,
+        concurrency=args.concurrency,
+        seconds=args.seconds or (2 if args.quick else 10),
+        warmup_seconds=1 if args.quick else 2,
+        ttfb_samples=args.ttfb_samples or (100 if args.quick else 1000),
+        litellm=args.litellm,
+        check=args.check,
+        quick=args.quick,
+        direct_only=args.direct_only,
+        pg_admin_dsn=args.pg_admin_dsn,
+        work=BENCH_DIR / ".work",
+        results=BENCH_DIR / "results",
+    )

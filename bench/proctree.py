@@ -1,0 +1,61 @@
+"""CPU time and resident memory of a whole process tree, read from /proc."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.machine import CLK_TCK
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    pid: int
+    ppid: int
+    ticks: int  # utime + stime + cutime + cstime: reaped children stay counted in their parent
+    rss_bytes: int
+    comm: str
+
+
+def _read_stat(pid: int) -> ProcStat | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # the process ended between listing and reading
+        return None
+    # comm may contain spaces and parentheses; the fields after the last ')' are fixed.
+    comm = raw[raw.index("(") + 1 : raw.rindex(")")]
+    rest = raw[raw.rindex(")") + 2 :].split()
+    ppid = int(rest[1])
+    utime, stime, cutime, cstime = (int(x) for x in rest[11:15])
+    rss_pages = int(rest[21])
+    return ProcStat(pid, ppid, utime + stime + cutime + cstime, rss_pages * PAGE_SIZE, comm)
+
+
+def tree(root: int) -> list[ProcStat]:
+    """The root process and all its descendants that are alive now."""
+    stats = [s for s in (_read_stat(int(p)) for p in os.listdir("/proc") if p.isdigit()) if s]
+    children: dict[int, list[ProcStat]] = {}
+    by_pid = {s.pid: s for s in stats}
+    for s in stats:
+        children.setdefault(s.ppid, []).append(s)
+    if root not in by_pid:
+        return []
+    found, queue = [], [by_pid[root]]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        queue.extend(children.get(current.pid, []))
+    return found
+
+
+def cpu_seconds(root: int) -> float:
+    return sum(s.ticks for s in tree(root)) / CLK_TCK
+
+
+def rss_bytes(root: int) -> tuple[int, list[int]]:
+    """Total RSS of the tree and each process's RSS (largest first)."""
+    sizes = sorted((s.rss_bytes for s in tree(root)), reverse=True)
+    return sum(sizes), sizes
