@@ -90,7 +90,9 @@ async def _on_switchboard_error(request: Request, exc: Exception) -> Response:
 async def _on_validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     message, problems, param = _describe_validation(exc)
-    return error_response(ValidationFailed(message, details=problems, param=param), request.url.path)
+    malformed = any(item.get("type") == "json_invalid" for item in exc.errors())
+    error_class = BadRequest if malformed else ValidationFailed
+    return error_response(error_class(message, details=problems, param=param), request.url.path)
 
 
 async def _on_http_exception(request: Request, exc: Exception) -> Response:

@@ -1,4 +1,4 @@
-"""ASGI middleware: request id, body-size limit and the one log line per request."""
+"""ASGI middleware: request id, body-size limit, last-resort 500 and the one log line per request."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from switchboard.error_shapes import error_body, surface_for
-from switchboard.errors import PayloadTooLarge
+from switchboard.errors import PayloadTooLarge, SwitchboardError
 
 log = logging.getLogger("switchboard.access")
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -44,10 +44,14 @@ class RequestContextMiddleware:
         request_id = given_text if _VALID_REQUEST_ID.match(given_text) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
         rid_header = (b"x-request-id", request_id.encode())
+        path = scope["path"]
+        limit = self.max_body_bytes
+        too_large = PayloadTooLarge(f"request body over {limit} bytes")
         status = 0
         response_started = False
+        overflowed = False
 
-        async def send_with_id(message: Message) -> None:
+        async def emit(message: Message) -> None:
             nonlocal status, response_started
             if message["type"] == "http.response.start":
                 status = message["status"]
@@ -55,32 +59,46 @@ class RequestContextMiddleware:
                 message["headers"] = [*message.get("headers", []), rid_header]
             await send(message)
 
-        limit = self.max_body_bytes
-        declared = _header(scope, b"content-length")
+        async def send_from_app(message: Message) -> None:
+            # Whatever the app made of a body cut off at the limit (FastAPI calls it a 400), it is a 413.
+            if overflowed:
+                if message["type"] == "http.response.start" and not response_started:
+                    await _send_error(emit, path, too_large)
+                return
+            await emit(message)
+
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received, overflowed
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    overflowed = True
+                    raise _BodyTooLarge
+            return message
+
         try:
+            declared = _header(scope, b"content-length")
             if declared is not None and declared.isdigit() and int(declared) > limit:
-                raise _BodyTooLarge
-            received = 0
-
-            async def limited_receive() -> Message:
-                nonlocal received
-                message = await receive()
-                if message["type"] == "http.request":
-                    received += len(message.get("body", b""))
-                    if received > limit:
-                        raise _BodyTooLarge
-                return message
-
-            await self.app(scope, limited_receive, send_with_id)
-        except _BodyTooLarge:
+                await _send_error(emit, path, too_large)
+                return
+            await self.app(scope, limited_receive, send_from_app)
+        except Exception:
             if response_started:
                 raise
-            await _send_error(send_with_id, scope["path"], PayloadTooLarge(f"request body over {limit} bytes"))
+            if overflowed:
+                await _send_error(emit, path, too_large)
+                return
+            # The stack trace goes to the log under the request id, never to the client.
+            log.exception("unhandled error on %s %s rid=%s", scope.get("method"), path, request_id)
+            await _send_error(emit, path, SwitchboardError())
         finally:
             _log_line(scope, status, started, request_id)
 
 
-async def _send_error(send: Send, path: str, error: PayloadTooLarge) -> None:
+async def _send_error(send: Send, path: str, error: SwitchboardError) -> None:
     body = orjson.dumps(error_body(error, surface_for(path)))
     await send(
         {

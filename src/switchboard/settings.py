@@ -9,6 +9,7 @@ import secrets
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -40,7 +41,7 @@ class Settings:
     environment: Literal["development", "production"] = "development"
     data_dir: Path = Path("var")
     database_url: str = ""
-    jwt_secret: SecretStr = SecretStr("")
+    jwt_secret: SecretStr = field(default_factory=lambda: SecretStr(""))
     jwt_audience: str = "svc-agents"
     jwt_leeway_seconds: int = 30
     encryption_keys: tuple[EncryptionKey, ...] = ()
@@ -106,12 +107,29 @@ def parse_encryption_keys(spec: str) -> tuple[EncryptionKey, ...]:
     return tuple(keys)
 
 
+def _baked_build_info() -> list[str]:
+    """`<git sha> [<built at>]`, written by the Docker build into the package."""
+    baked = Path(__file__).with_name("_build_info.txt")
+    return baked.read_text(encoding="utf-8").split() if baked.exists() else []
+
+
+def _built_at(env: Mapping[str, str]) -> str:
+    baked = _baked_build_info()
+    if env.get(f"{PREFIX}BUILT_AT"):
+        return env[f"{PREFIX}BUILT_AT"]
+    if len(baked) > 1:
+        return baked[1]
+    # Not a packaged build: the time the package was installed (or checked out) is the best we know.
+    installed = datetime.fromtimestamp(Path(__file__).stat().st_mtime, UTC)
+    return installed.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
 def _git_sha(env: Mapping[str, str]) -> str:
     if env.get(f"{PREFIX}GIT_SHA"):
         return env[f"{PREFIX}GIT_SHA"]
-    baked = Path(__file__).with_name("_build_info.txt")
-    if baked.exists():
-        return baked.read_text(encoding="utf-8").split()[0]
+    baked = _baked_build_info()
+    if baked and baked[0] != "unknown":
+        return baked[0]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -193,5 +211,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         idempotency_ttl_seconds=int(number("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)),
         usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
         git_sha=_git_sha(env),
-        built_at=get("BUILT_AT", "") or "",
+        built_at=_built_at(env),
     )

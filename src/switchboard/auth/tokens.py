@@ -14,6 +14,8 @@ from switchboard.errors import Unauthorized
 
 ALGORITHM = "HS256"
 MAX_LEEWAY_SECONDS = 120
+# pyjwt accepts any integer `exp`; one far in the future (10**30) is a forged or broken token.
+MAX_LIFETIME_SECONDS = 366 * 24 * 3600
 # Token types (`typ` claim) that tell an access token from anything else we sign.
 ACCESS = "access"
 REFRESH = "refresh"
@@ -76,6 +78,11 @@ class TokenCodec:
         except Exception:
             # Any decoding failure (bad base64, absurd exp, wrong alg, ...) is the caller's bad token.
             raise Unauthorized("invalid token") from None
+        exp = claims["exp"]
+        # NumericDate is a JSON number (pyjwt also lets "123" through); a far-future one is refused.
+        numeric = isinstance(exp, int | float) and not isinstance(exp, bool)
+        if not numeric or exp > time.time() + MAX_LIFETIME_SECONDS:
+            raise Unauthorized("invalid token")
         if claims.get("typ", ACCESS) != typ:
             raise Unauthorized("invalid token")
         return claims
@@ -91,6 +98,14 @@ def _uuid_or_none(value: object) -> uuid.UUID | None:
         return uuid.UUID(str(value))
     except ValueError:
         raise Unauthorized("invalid token") from None
+
+
+def _uuid_or_ignore(value: object) -> uuid.UUID | None:
+    """For claims other issuers may spell differently: not a UUID means not one of ours."""
+    try:
+        return uuid.UUID(str(value)) if value not in (None, "") else None
+    except ValueError:
+        return None
 
 
 def _str_list(value: object) -> frozenset[str]:
@@ -122,5 +137,7 @@ def principal_from_claims(claims: Mapping[str, Any]) -> Principal:
         acting_as=_uuid_or_none(claims.get("acting_as")) if delegated else None,
         delegation_scope=_str_list(claims.get("delegation_scope")) if delegated else frozenset(),
         delegation_token_id=str(claims["delegation_token_id"]) if claims.get("delegation_token_id") else None,
+        # An API-key exchange names its key, so that revoking the key also stops the JWT.
+        api_key_id=_uuid_or_ignore(claims.get("api_key_id")) if auth_method == "api_key" else None,
         claims=tuple(sorted((k, v) for k, v in claims.items() if isinstance(k, str))),
     )
