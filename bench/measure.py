@@ -12,6 +12,7 @@ from bench.options import Options
 from bench.probe import Ttfb, check_answers, time_to_first_byte
 from bench.target import MODES, Mode, Target
 
+TTFB_WARMUP = 20
 BUSY = 0.15  # share of the machine used by others above which a phase is flagged
 
 
@@ -34,6 +35,7 @@ class TargetReport:
     rss_total: int = 0
     rss_each: list[int] = field(default_factory=list)
     usage_records: int | None = None
+    client_calls: int = 0  # every call the benchmark completed against the target, warm-ups included
     notes: list[str] = field(default_factory=list)
 
     def pair(self, mode: Mode, concurrency: int) -> Pair | None:
@@ -64,7 +66,7 @@ def measure(opts: Options, direct: Target, target: Target, report: TargetReport)
         check_answers(direct.endpoint(mode), stream=mode == "stream")
         check_answers(target.endpoint(mode), stream=mode == "stream")
     for mode in MODES:  # warm caches and connection pools; not recorded
-        run_wrk(opts.work, target, mode, 16, opts.warmup_seconds, warmup=True)
+        report.client_calls += 1 + run_wrk(opts.work, target, mode, 16, opts.warmup_seconds, True).requests
     for mode in MODES:
         for concurrency in opts.concurrency:
             one, _, _ = load_average()
@@ -74,11 +76,13 @@ def measure(opts: Options, direct: Target, target: Target, report: TargetReport)
             t = run_wrk(opts.work, target, mode, concurrency, opts.seconds)
             say(_line(target.name, t))
             report.pairs.append(Pair(d, t))
+            report.client_calls += t.requests
             if t.other_load > BUSY or d.other_load > BUSY:
                 report.notes.append(f"{mode} c={concurrency}: the machine was busy with other work")
     report.rss_total, report.rss_each = proctree.rss_bytes(target.pid)
-    report.ttfb_direct = time_to_first_byte(direct.stream, opts.ttfb_samples)
-    report.ttfb_target = time_to_first_byte(target.stream, opts.ttfb_samples)
+    report.ttfb_direct = time_to_first_byte(direct.stream, opts.ttfb_samples, TTFB_WARMUP)
+    report.ttfb_target = time_to_first_byte(target.stream, opts.ttfb_samples, TTFB_WARMUP)
+    report.client_calls += report.ttfb_target.samples + TTFB_WARMUP
     say(
         f"  time to first streamed byte, c=1: direct {report.ttfb_direct.p50_ms:.2f} ms, "
         f"{target.name} {report.ttfb_target.p50_ms:.2f} ms (p50 of {report.ttfb_target.samples})"

@@ -29,11 +29,12 @@ def _headers(endpoint: Endpoint) -> dict[str, str]:
     return {"Content-Type": "application/json", **endpoint.headers}
 
 
-def call(endpoint: Endpoint, timeout: float = 30) -> Reply:
-    """One POST on a fresh connection, the whole answer read."""
+def call(endpoint: Endpoint, timeout: float = 30, method: str = "POST") -> Reply:
+    """One request on a fresh connection, the whole answer read."""
     conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=timeout)
+    target = endpoint.path + (f"?{endpoint.query}" if endpoint.query else "")
     try:
-        conn.request("POST", endpoint.path, body=endpoint.body, headers=_headers(endpoint))
+        conn.request(method, target, body=endpoint.body or None, headers=_headers(endpoint))
         resp = conn.getresponse()
         return Reply(resp.status, resp.read(), {k.lower(): v for k, v in resp.getheaders()})
     finally:

@@ -31,6 +31,10 @@ class Endpoint:
     def path(self) -> str:
         return urlsplit(self.url).path
 
+    @property
+    def query(self) -> str:
+        return urlsplit(self.url).query
+
 
 @dataclass(frozen=True)
 class Target:

@@ -1,0 +1,171 @@
+"""Switchboard as a real process: its own data dir, a minted token, real credentials made over HTTP."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import payloads
+from bench.measure import TargetReport, measure, say
+from bench.options import REPO, Options
+from bench.postgres import fresh_database
+from bench.probe import Reply, call, time_to_first_answer
+from bench.processes import BenchError, Child, free_port
+from bench.target import Endpoint, Target
+from bench.upstream import Upstream
+
+SWITCHBOARD = REPO / ".venv" / "bin" / "switchboard"
+STARTUP_TIMEOUT = 60.0
+_CONFIG = """\
+# Written by bench/gateway.py: the one model the benchmark calls, priced so that cost is computed.
+models:
+  - provider: openai
+    model: gpt-4o-mini
+    input_per_mtok: "0.15"
+    output_per_mtok: "0.60"
+"""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A user whose own openai credential points at one of the upstream's two answers."""
+
+    token: str
+    credential_id: str
+
+
+@contextmanager
+def _database(opts: Options, db: str, data_dir: Path) -> Iterator[str]:
+    if db == "sqlite":
+        yield f"sqlite+aiosqlite:///{data_dir / 'switchboard.db'}"
+    else:
+        with fresh_database(opts.pg_admin_dsn) as url:
+            yield url
+
+
+def _env(data_dir: Path, database_url: str, config: Path, port: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    env.update(
+        SWITCHBOARD_DATA_DIR=str(data_dir),
+        SWITCHBOARD_DATABASE_URL=database_url,
+        SWITCHBOARD_CONFIG=str(config),
+        SWITCHBOARD_JWT_SECRET=secrets.token_urlsafe(48),
+        SWITCHBOARD_ENCRYPTION_KEYS="bench1:" + base64.b64encode(secrets.token_bytes(32)).decode(),
+        SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS="true",
+        SWITCHBOARD_PUBLIC_URL=f"http://127.0.0.1:{port}",
+    )
+    return env
+
+
+def _mint(env: Mapping[str, str], sub: str, role: str = "User") -> str:
+    out = subprocess.run(
+        [str(SWITCHBOARD), "token", "--sub", sub, "--role", role, "--ttl", str(7 * 24 * 3600)],
+        env=dict(env), capture_output=True, text=True, check=False,
+    )
+    if out.returncode != 0:
+        raise BenchError(f"switchboard token failed: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
+def _post(port: int, path: str, token: str, body: dict[str, object]) -> Reply:
+    return call(Endpoint(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
+                         {"Authorization": f"Bearer {token}"}))
+
+
+def _identity(env: Mapping[str, str], port: int, base_url: str) -> Identity:
+    token = _mint(env, str(uuid.uuid4()))
+    secret = "sk-bench-" + secrets.token_hex(16)
+    reply = _post(port, "/llm-credentials", token,
+                  {"provider": "openai", "secret": secret, "scope": "user", "base_url": base_url,
+                   "label": "bench"})
+    if reply.status != 201:
+        raise BenchError(f"POST /llm-credentials answered {reply.status}: {reply.body[:300]!r}")
+    return Identity(token, str(json.loads(reply.body)["id"]))
+
+
+def _start(env: Mapping[str, str], port: int, workers: int, log: Path) -> Child:
+    argv = [str(SWITCHBOARD), "serve", "--port", str(port), "--workers", str(workers)]
+    return Child(f"switchboard (workers={workers})", argv, log, env=env, cwd=log.parent)
+
+
+def _target(name: str, child: Child, port: int, workers: int, ids: dict[str, Identity]) -> Target:
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    return Target(
+        name=name, pid=child.pid, workers=workers,
+        json=Endpoint(url, payloads.request_body(payloads.MODEL, False),
+                      {"Authorization": f"Bearer {ids['json'].token}"}),
+        stream=Endpoint(url, payloads.request_body(payloads.MODEL, True),
+                        {"Authorization": f"Bearer {ids['stream'].token}"}),
+    )
+
+
+def _usage_count(port: int, token: str) -> int | None:
+    """Requests recorded in the default economy so far (None when the summary is not served)."""
+    reply = call(Endpoint(f"http://127.0.0.1:{port}/economies/default/usage/summary?group_by=model", b"",
+                          {"Authorization": f"Bearer {token}"}), method="GET")
+    if reply.status != 200:
+        return None
+    totals = json.loads(reply.body).get("totals", {})
+    return int(totals.get("requests", 0))
+
+
+def run_db(db: str, opts: Options, upstream: Upstream, direct: Target) -> list[TargetReport]:
+    say(f"\n== Switchboard on {db}")
+    home = opts.work / f"switchboard-{db}"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    config = home / "switchboard.yaml"
+    config.write_text(_CONFIG)
+    port = free_port()
+    reports: list[TargetReport] = []
+    with _database(opts, db, home / "data") as database_url:
+        env = _env(home / "data", database_url, config, port)
+        # First start: migrations on a fresh database; then two users, each with a real credential.
+        child = _start(env, port, 1, home / "serve-setup.log")
+        try:
+            child.wait_port(port, STARTUP_TIMEOUT)
+            say(f"  first start (fresh database, migrations): listening after "
+                f"{time.perf_counter() - child.started_at:.2f} s")
+            ids = {
+                "json": _identity(env, port, upstream.json_base_url),
+                "stream": _identity(env, port, upstream.stream_base_url),
+            }
+            admin = _mint(env, str(uuid.uuid4()), role="Admin")
+        finally:
+            child.stop()
+        for workers in opts.workers:
+            name = f"switchboard {db} x{workers}"
+            report = TargetReport(name=name, kind="switchboard", db=db, workers=workers)
+            say(f"\n== {name}")
+            child = _start(env, port, workers, home / f"serve-w{workers}.log")
+            try:
+                target = _target(name, child, port, workers, ids)
+                report.startup_s = time_to_first_answer(child, target.json, STARTUP_TIMEOUT)
+                say(f"  start to first answered /v1 call: {report.startup_s:.2f} s")
+                before = _usage_count(port, admin)
+                measure(opts, direct, target, report)
+                after = _usage_count(port, admin)
+                if before is not None and after is not None:
+                    report.usage_records = after - before
+                    say(f"  usage records written: {report.usage_records} for {report.client_calls} calls")
+            finally:
+                child.stop()
+            reports.append(report)
+    return reports
+
+
+def runner(db: str) -> Callable[[Options, Upstream, Target], list[TargetReport]]:
+    def run(opts: Options, upstream: Upstream, direct: Target) -> list[TargetReport]:
+        return run_db(db, opts, upstream, direct)
+
+    return run
