@@ -19,7 +19,8 @@ class Authenticator:
         self.codec = codec
         # Set by the embedded-auth domain at start; without it API keys are refused.
         self.api_key_resolver: ApiKeyResolver | None = None
-        # Raises Unauthorized for a revoked delegation token; set by the embedded-auth domain.
+        # Raises Unauthorized for a revoked delegation token, or a JWT exchanged for a revoked API
+        # key; set by the embedded-auth domain.
         self.revocation_check: RevocationCheck | None = None
 
     @staticmethod
@@ -39,6 +40,6 @@ class Authenticator:
                 raise Unauthorized("invalid token")
             return await self.api_key_resolver(token)
         principal = self.codec.principal(token)
-        if principal.is_delegated and self.revocation_check is not None:
+        if (principal.is_delegated or principal.api_key_id is not None) and self.revocation_check is not None:
             await self.revocation_check(principal)
         return principal

@@ -15,7 +15,9 @@ async def current_principal(request: Request) -> Principal:
     cached = getattr(request.state, "principal", None)
     if isinstance(cached, Principal):
         return cached
-    principal = await request.app.state.authenticator.authenticate(request.headers.get("authorization"))
+    principal: Principal = await request.app.state.authenticator.authenticate(
+        request.headers.get("authorization")
+    )
     request.state.principal = principal
     return principal
 

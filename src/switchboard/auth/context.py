@@ -1,0 +1,43 @@
+"""What the embedded-auth services share, built once at start-up and reached through a dependency."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from switchboard.auth.hashing import KeyedHasher, Passwords
+from switchboard.auth.throttle import LoginThrottle
+from switchboard.auth.tokens import TokenCodec
+
+
+@dataclass
+class AuthContext:
+    codec: TokenCodec
+    # For the steps that must commit on their own (a refused refresh still revokes its family).
+    sessionmaker: async_sessionmaker[AsyncSession]
+    api_key_hash: KeyedHasher
+    refresh_hash: KeyedHasher
+    passwords: Passwords = field(default_factory=Passwords)
+    throttle: LoginThrottle = field(default_factory=LoginThrottle)
+
+    @classmethod
+    def build(
+        cls, codec: TokenCodec, jwt_secret: str, sessionmaker: async_sessionmaker[AsyncSession]
+    ) -> AuthContext:
+        return cls(
+            codec=codec,
+            sessionmaker=sessionmaker,
+            api_key_hash=KeyedHasher(jwt_secret, "api-key-hash"),
+            refresh_hash=KeyedHasher(jwt_secret, "refresh-token-hash"),
+        )
+
+
+def auth_context(request: Request) -> AuthContext:
+    context: AuthContext = request.app.state.auth
+    return context
+
+
+Auth = Annotated[AuthContext, Depends(auth_context)]
