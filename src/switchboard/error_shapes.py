@@ -49,7 +49,9 @@ def error_body(error: SwitchboardError, surface: Surface) -> dict[str, Any]:
             }
         }
     if surface is Surface.REGISTRY:
-        return {"error": {"code": error.code, "message": error.message, "details": error.details}}
+        # The seed types `details` as string | object | null, so a list of problems goes in an object.
+        details = {"problems": error.details} if isinstance(error.details, list) else error.details
+        return {"error": {"code": error.code, "message": error.message, "details": details}}
     body: dict[str, Any] = {"error": error.message, "code": error.code}
     if error.details is not None:
         body["details"] = error.details
