@@ -24,8 +24,13 @@ def _b64(data: bytes) -> str:
 
 def claims(**overrides: Any) -> dict[str, Any]:
     now = int(time.time())
-    base: dict[str, Any] = {"sub": str(uuid.uuid4()), "aud": [TEST_AUDIENCE], "iat": now, "exp": now + 600,
-                            "role": "User"}
+    base: dict[str, Any] = {
+        "sub": str(uuid.uuid4()),
+        "aud": [TEST_AUDIENCE],
+        "iat": now,
+        "exp": now + 600,
+        "role": "User",
+    }
     base.update(overrides)
     return {k: v for k, v in base.items() if v is not None}
 
@@ -80,7 +85,9 @@ BAD_TOKENS = {
 @pytest.mark.filterwarnings("ignore::jwt.warnings.InsecureKeyLengthWarning")
 @pytest.mark.parametrize("kind", sorted(BAD_TOKENS))
 def test_a_bad_token_is_a_401_with_a_challenge(probe_gateway: Gateway, kind: str) -> None:
-    response = probe_gateway.client().get("/probe/me", headers={"authorization": f"Bearer {BAD_TOKENS[kind]()}"})
+    response = probe_gateway.client().get(
+        "/probe/me", headers={"authorization": f"Bearer {BAD_TOKENS[kind]()}"}
+    )
     assert response.status_code == 401, response.text
     assert response.headers["www-authenticate"].startswith("Bearer")
     assert response.json()["code"] == "UNAUTHORIZED"
@@ -115,12 +122,18 @@ def test_a_401_on_v1_has_openai_shape(probe_gateway: Gateway) -> None:
     assert response.status_code == 401
     assert response.headers["www-authenticate"].startswith("Bearer")
     assert response.json() == {
-        "error": {"message": "invalid token", "type": "authentication_error", "param": None,
-                  "code": "invalid_api_key"}
+        "error": {
+            "message": "invalid token",
+            "type": "authentication_error",
+            "param": None,
+            "code": "invalid_api_key",
+        }
     }
 
 
 def test_a_401_on_the_agents_registry_has_nested_shape(probe_gateway: Gateway) -> None:
     response = probe_gateway.client().post("/agents/probe", json={"name": "x"})
     assert response.status_code == 401
-    assert response.json() == {"error": {"code": "UNAUTHORIZED", "message": "missing bearer token", "details": None}}
+    assert response.json() == {
+        "error": {"code": "UNAUTHORIZED", "message": "missing bearer token", "details": None}
+    }

@@ -57,7 +57,9 @@ async def probe_me(principal: CurrentPrincipal) -> dict[str, str]:
 
 
 @probe_router.post("/probe/items", status_code=201, operation_id="probeCreate_Probe")
-async def probe_create(item: Item, principal: CurrentPrincipal, response: Response, delay: float = 0) -> dict[str, Any]:
+async def probe_create(
+    item: Item, principal: CurrentPrincipal, response: Response, delay: float = 0
+) -> dict[str, Any]:
     execution = EXECUTIONS.bump(item.name)
     if delay:
         await asyncio.sleep(delay)

@@ -138,14 +138,21 @@ class IdempotencyStore:
         now = utcnow()
         token = uuid.uuid4().hex
         fresh = {
-            "fingerprint": fingerprint, "state": IN_FLIGHT, "claim": token, "lease_until": now + self._lease,
-            "created_at": now, "expires_at": now + self._ttl, "status": None, "headers": None, "body": None,
+            "fingerprint": fingerprint,
+            "state": IN_FLIGHT,
+            "claim": token,
+            "lease_until": now + self._lease,
+            "created_at": now,
+            "expires_at": now + self._ttl,
+            "status": None,
+            "headers": None,
+            "body": None,
         }
         async with self._engine.begin() as conn:
             inserted = await conn.execute(
-                self._insert(_T).values(scope=scope, key=key, **fresh).on_conflict_do_nothing(
-                    index_elements=["scope", "key"]
-                )
+                self._insert(_T)
+                .values(scope=scope, key=key, **fresh)
+                .on_conflict_do_nothing(index_elements=["scope", "key"])
             )
             if inserted.rowcount != 1:
                 outcome = await self._collided(conn, scope, key, fingerprint, now, fresh)
@@ -245,8 +252,12 @@ class IdempotencyStore:
                 async with self._engine.begin() as conn:
                     result = await conn.execute(
                         update(_T)
-                        .where(_T.c.scope == claim.scope, _T.c.key == claim.key, _T.c.claim == claim.token,
-                               _T.c.state == IN_FLIGHT)
+                        .where(
+                            _T.c.scope == claim.scope,
+                            _T.c.key == claim.key,
+                            _T.c.claim == claim.token,
+                            _T.c.state == IN_FLIGHT,
+                        )
                         .values(lease_until=utcnow() + self._lease)
                     )
             except Exception:
