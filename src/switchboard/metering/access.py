@@ -107,13 +107,18 @@ async def usage_reader(session: AsyncSession, principal: Principal, ref: str) ->
     return access.economy
 
 
-async def participant_manager(session: AsyncSession, principal: Principal, ref: str) -> Economy:
-    if not principal.delegation_allows("manage"):
-        raise Forbidden("delegation scope 'manage' required")
-    if principal.is_viewer:
-        raise Forbidden("Viewer role is read-only")
+async def participant_manager(
+    session: AsyncSession, principal: Principal, ref: str, *, reading: bool = False
+) -> Economy:
+    """Owners and Admins manage participants; listing them is also open to `ReadUsage`."""
+    if not reading:
+        if principal.is_viewer:
+            raise Forbidden("Viewer role is read-only")
+        if not principal.delegation_allows("manage"):
+            raise Forbidden("delegation scope 'manage' required")
     access = await access_to(session, principal, ref)
-    if not (access.role == OWNER or principal.is_admin):
+    allowed = access.role == OWNER or principal.is_admin or (reading and access.admin)
+    if not allowed:
         raise Forbidden("managing participants needs Admin or the economy's owner role")
     return access.economy
 

@@ -1,0 +1,273 @@
+"""Economies over REST: stable ids, the config sync, who may see and change what, and bad input."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.conftest import GatewayFactory
+from tests.metering.conftest import TEAM_MARKUP_BPS, EconomyFactory, add_participant, metering_config
+from tests.support.gateway import Gateway, User
+
+
+def uuid5_of(slug: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"switchboard:economy:{slug}"))
+
+
+def test_default_and_config_economies_exist_under_their_uuid5_ids(admin: User) -> None:
+    default = admin.client.get("/economies/default")
+    team = admin.client.get(f"/economies/{uuid5_of('team')}")
+    assert default.status_code == 200 and team.status_code == 200
+    assert default.json()["id"] == uuid5_of("default")
+    assert team.json() | {"created_at": None, "updated_at": None} == {
+        "id": uuid5_of("team"), "slug": "team", "name": "Team", "currency": "USD",
+        "markup_bps": TEAM_MARKUP_BPS, "budget": "5000000000", "managed_by": "config",
+        "price_overrides": {"openai/gpt-4o-mini": {"input_per_mtok": "1.10", "output_per_mtok": "2.20"}},
+        "created_at": None, "updated_at": None,
+    }
+
+
+def test_default_exists_even_when_the_config_declares_no_economy(
+    make_gateway: GatewayFactory, fake_provider: Any
+) -> None:
+    config = metering_config(fake_provider.base_url)
+    config["economies"] = []
+    gateway = make_gateway(config=config)
+    try:
+        response = gateway.user(role="Admin").client.get("/economies/default")
+        assert response.status_code == 200
+        assert response.json()["id"] == uuid5_of("default")
+    finally:
+        gateway.stop()
+
+
+def test_restarting_on_the_same_database_keeps_ids_and_applies_config_changes(
+    make_gateway: GatewayFactory, fake_provider: Any
+) -> None:
+    first = make_gateway(config=metering_config(fake_provider.base_url))
+    admin = first.user(role="Admin")
+    before = admin.client.get("/economies", params={"limit": 500}).json()["data"]
+    first.stop()
+    changed = metering_config(fake_provider.base_url)
+    changed["economies"][1]["markup_bps"] = 100
+    second = make_gateway(config=changed, database_url=first.settings.database_url)
+    try:
+        after = second.user(role="Admin").client.get("/economies", params={"limit": 500}).json()["data"]
+        assert [(e["id"], e["slug"]) for e in after] == [(e["id"], e["slug"]) for e in before]
+        assert next(e for e in after if e["slug"] == "team")["markup_bps"] == 100
+    finally:
+        second.stop()
+
+
+def test_a_config_economy_whose_slug_an_api_economy_took_stops_the_start(
+    make_gateway: GatewayFactory, fake_provider: Any
+) -> None:
+    first = make_gateway(config=metering_config(fake_provider.base_url))
+    created = first.user(role="Admin").client.post("/economies", json={"slug": "clash", "name": "API"})
+    assert created.status_code == 201
+    first.stop()
+    config = metering_config(fake_provider.base_url)
+    config["economies"].append({"slug": "clash", "name": "Config"})
+    with pytest.raises(RuntimeError):
+        make_gateway(config=config, database_url=first.settings.database_url)
+
+
+def test_every_user_sees_default_but_not_economies_they_do_not_participate_in(
+    metering_gateway: Gateway, make_economy: EconomyFactory
+) -> None:
+    other = make_economy()
+    user = metering_gateway.user()
+    listed = user.client.get("/economies").json()
+    assert [e["slug"] for e in listed["data"]] == ["default"]
+    assert listed["next_cursor"] is None
+    assert user.client.get(f"/economies/{other['slug']}").status_code == 404
+    assert user.client.get("/economies/team").status_code == 404
+
+
+def test_admin_and_read_usage_see_every_economy_page_by_page(
+    metering_gateway: Gateway, make_economy: EconomyFactory
+) -> None:
+    for _ in range(3):
+        make_economy()
+    reader = metering_gateway.user(role="User", permissions=["ReadUsage"])
+    seen: list[str] = []
+    cursor = None
+    while True:
+        params: dict[str, Any] = {"limit": 2} | ({"cursor": cursor} if cursor else {})
+        page = reader.client.get("/economies", params=params).json()
+        seen += [e["slug"] for e in page["data"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == sorted(seen) and len(seen) == len(set(seen)) >= 5
+    assert {"default", "team"} <= set(seen)
+
+
+def test_admin_creates_an_economy_and_a_taken_slug_is_409(admin: User) -> None:
+    slug = f"acme-{uuid.uuid4().hex[:6]}"
+    body = {"slug": slug, "name": "Acme", "currency": "EUR", "markup_bps": 150, "budget": "1500",
+            "price_overrides": {"anthropic/claude-3-5-haiku-latest": {"input_per_mtok": "0.5"}}}
+    created = admin.client.post("/economies", json=body)
+    assert created.status_code == 201
+    economy = created.json()
+    assert uuid.UUID(economy["id"]).version == 4
+    assert (economy["currency"], economy["budget"], economy["managed_by"]) == ("EUR", "1500", "api")
+    assert economy["price_overrides"] == {
+        "anthropic/claude-3-5-haiku-latest": {"input_per_mtok": "0.5", "output_per_mtok": None}
+    }
+    assert admin.client.get(f"/economies/{economy['id']}").json() == economy
+    again = admin.client.post("/economies", json={"slug": slug, "name": "Other"})
+    assert again.status_code == 409 and again.json()["code"] == "CONFLICT"
+    assert admin.client.post("/economies", json={"slug": "default", "name": "x"}).status_code == 409
+
+
+@pytest.mark.parametrize("role", ["User", "Manager", "Viewer", "ApiClient"])
+def test_only_admins_create_or_change_economies(metering_gateway: Gateway, make_economy: EconomyFactory,
+                                                role: str) -> None:
+    economy = make_economy()
+    caller = metering_gateway.user(role=role, permissions=["ReadUsage"])
+    created = caller.client.post("/economies", json={"slug": f"x-{uuid.uuid4().hex[:8]}", "name": "x"})
+    changed = caller.client.patch(f"/economies/{economy['id']}", json={"name": "renamed"})
+    assert (created.status_code, changed.status_code) == (403, 403)
+    assert created.json()["code"] == "FORBIDDEN"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"budget": 5000}, "budget"),  # a JSON number where an amount string is required
+        ({"budget": "-1"}, "budget"),
+        ({"budget": "1.5"}, "budget"),
+        ({"budget": "01"}, "budget"),
+        ({"markup_bps": "25"}, "markup_bps"),
+        ({"markup_bps": -1}, "markup_bps"),
+        ({"slug": "Has Caps"}, "slug"),
+        ({"slug": str(uuid.uuid4())}, "slug"),
+        ({"currency": ""}, "currency"),
+        ({"price_overrides": {"gpt-4o": {"input_per_mtok": "1"}}}, "price_overrides"),
+        ({"price_overrides": {"openai/gpt-4o": {"input_per_mtok": 1}}}, "price_overrides"),
+        ({"price_overrides": {"openai/gpt-4o": {"input_per_mtok": "cheap"}}}, "price_overrides"),
+        ({"surprise": True}, "surprise"),
+    ],
+)
+def test_bad_economy_input_is_400_and_stores_nothing(admin: User, body: dict[str, Any], field: str) -> None:
+    slug = f"bad-{uuid.uuid4().hex[:8]}"
+    response = admin.client.post("/economies", json={"slug": slug, "name": "Bad"} | body)
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "VALIDATION_FAILED"
+    assert field in response.json()["error"]
+    assert admin.client.get(f"/economies/{slug}").status_code == 404
+
+
+def test_malformed_json_is_400(admin: User) -> None:
+    response = admin.client.post("/economies", content=b"{not json",
+                                 headers={"content-type": "application/json"})
+    assert response.status_code == 400
+
+
+def test_patch_changes_only_given_fields_and_null_budget_clears_it(
+    admin: User, make_economy: EconomyFactory
+) -> None:
+    economy = make_economy(budget="100", markup_bps=10)
+    patched = admin.client.patch(f"/economies/{economy['slug']}", json={"name": "Renamed", "budget": None})
+    assert patched.status_code == 200
+    body = patched.json()
+    assert (body["name"], body["budget"], body["markup_bps"]) == ("Renamed", None, 10)
+    assert admin.client.patch(f"/economies/{economy['id']}", json={"budget": 7}).status_code == 400
+    assert admin.client.patch(f"/economies/{economy['id']}", json={"slug": "new"}).status_code == 400
+    assert admin.client.patch(f"/economies/{economy['id']}", json={"name": None}).status_code == 400
+    assert admin.client.get(f"/economies/{economy['id']}").json()["name"] == "Renamed"
+
+
+def test_config_economies_are_changed_in_the_config_not_over_rest(admin: User) -> None:
+    response = admin.client.patch("/economies/team", json={"markup_bps": 0})
+    assert response.status_code == 409
+    assert admin.client.get("/economies/team").json()["markup_bps"] == TEAM_MARKUP_BPS
+
+
+@pytest.mark.parametrize(
+    "path", ["", "/participants", "/usage", "/usage/summary?group_by=day", "/usage/export"]
+)
+def test_unknown_economy_is_404_by_slug_or_id(admin: User, path: str) -> None:
+    for ref in ("no-such-economy", str(uuid.uuid4())):
+        response = admin.client.get(f"/economies/{ref}{path}")
+        assert response.status_code == 404, (ref, path, response.text)
+        assert response.json()["code"] == "NOT_FOUND"
+    assert admin.client.patch(f"/economies/{uuid.uuid4()}", json={"name": "x"}).status_code == 404
+
+
+def test_owners_manage_participants_and_members_do_not(
+    metering_gateway: Gateway, admin: User, make_economy: EconomyFactory
+) -> None:
+    economy = make_economy()
+    owner, member, outsider = (metering_gateway.user() for _ in range(3))
+    add_participant(admin.client, economy["id"], user_id=str(owner.id), role="owner")
+    added = owner.client.post(f"/economies/{economy['slug']}/participants", json={"user_id": str(member.id)})
+    assert added.status_code == 201
+    assert added.json() | {"created_at": None} == {
+        "economy_id": economy["id"], "kind": "user", "user_id": str(member.id), "room_id": None,
+        "role": "member", "created_at": None,
+    }
+    # A member sees the economy but may not manage it; an outsider does not see it at all.
+    seen = [e["slug"] for e in member.client.get("/economies").json()["data"]]
+    assert seen == sorted(["default", economy["slug"]])
+    path = f"/economies/{economy['id']}/participants"
+    as_member = member.client.post(path, json={"user_id": str(outsider.id)})
+    assert as_member.status_code == 403
+    as_outsider = outsider.client.post(path, json={"user_id": str(outsider.id)})
+    assert as_outsider.status_code == 404
+    # Changing a role answers 200; the list shows both.
+    promoted = owner.client.post(f"/economies/{economy['id']}/participants",
+                                 json={"user_id": str(member.id), "role": "owner"})
+    assert (promoted.status_code, promoted.json()["role"]) == (200, "owner")
+    listed = owner.client.get(f"/economies/{economy['id']}/participants").json()["data"]
+    assert sorted((p["user_id"], p["role"]) for p in listed) == sorted(
+        [(str(owner.id), "owner"), (str(member.id), "owner")]
+    )
+    assert owner.client.delete(f"/economies/{economy['id']}/participants/{member.id}").status_code == 204
+    assert owner.client.delete(f"/economies/{economy['id']}/participants/{member.id}").status_code == 404
+    assert member.client.get(f"/economies/{economy['id']}").status_code == 404
+
+
+def test_a_room_participant_makes_its_members_participants(
+    metering_gateway: Gateway, admin: User, make_economy: EconomyFactory
+) -> None:
+    economy = make_economy()
+    creator, colleague = metering_gateway.user(), metering_gateway.user()
+    room = creator.client.post("/working-groups", json={"name": "billing room"})
+    assert room.status_code == 201, room.text
+    room_id = room.json()["id"]
+    joined = creator.client.post(f"/working-groups/{room_id}/members",
+                                 json={"user_id": str(colleague.id), "role": "member"})
+    assert joined.status_code == 201, joined.text
+    assert colleague.client.get(f"/economies/{economy['id']}").status_code == 404
+    added = admin.client.post(f"/economies/{economy['id']}/participants", json={"room_id": room_id})
+    assert (added.status_code, added.json()["kind"], added.json()["role"]) == (201, "room", "member")
+    assert colleague.client.get(f"/economies/{economy['id']}").status_code == 200
+    # Rooms confer membership, not ownership.
+    assert colleague.client.get(f"/economies/{economy['id']}/usage").status_code == 403
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"user_id": str(uuid.uuid4()), "room_id": str(uuid.uuid4())},
+        {"room_id": str(uuid.uuid4()), "role": "owner"},
+        {"user_id": "not-a-uuid"},
+        {"user_id": str(uuid.uuid4()), "role": "boss"},
+    ],
+)
+def test_bad_participant_input_is_400(
+    admin: User, make_economy: EconomyFactory, body: dict[str, Any]
+) -> None:
+    economy = make_economy()
+    assert admin.client.post(f"/economies/{economy['id']}/participants", json=body).status_code == 400
+    assert admin.client.get(f"/economies/{economy['id']}/participants").json()["data"] == []
+
+
+def test_removing_with_a_non_uuid_participant_id_is_400(admin: User, make_economy: EconomyFactory) -> None:
+    economy = make_economy()
+    assert admin.client.delete(f"/economies/{economy['id']}/participants/nope").status_code == 400

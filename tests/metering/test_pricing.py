@@ -1,0 +1,83 @@
+"""Costs are exact: Decimal arithmetic, SPEC §6's price order, markup, one half-up rounding to nano-units."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+
+from switchboard.config_file import ModelEntry, PriceOverride
+from switchboard.metering.pricing import Prices, compute_cost, find_prices
+
+CATALOG = {
+    "openai/gpt-4o-mini": ModelEntry(provider="openai", model="gpt-4o-mini",
+                                     input_per_mtok="0.15", output_per_mtok="0.60"),
+    "anthropic/claude": ModelEntry(provider="anthropic", model="claude"),
+}
+
+
+def prices(inp: str | None, out: str | None) -> Prices:
+    return Prices(Decimal(inp) if inp else None, Decimal(out) if out else None, "test")
+
+
+def test_catalog_prices_give_the_exact_nano_cost() -> None:
+    found = find_prices("openai", "gpt-4o-mini", {}, CATALOG)
+    cost = compute_cost(found, 1000, 500, 0)
+    # 1000 x 0.15 / 1e6 + 500 x 0.60 / 1e6 = 0.00045 USD
+    assert (cost.nanos, cost.priced, cost.source) == (450_000, True, "catalog")
+    assert (cost.input_per_mtok, cost.output_per_mtok) == ("0.15", "0.60")
+
+
+def test_economy_override_wins_over_catalog_and_markup_applies() -> None:
+    overrides = {"openai/gpt-4o-mini": PriceOverride(input_per_mtok="1.10", output_per_mtok="2.20")}
+    cost = compute_cost(find_prices("openai", "gpt-4o-mini", overrides, CATALOG), 1000, 500, 2500)
+    # (1000 x 1.10 + 500 x 2.20) x 1000 = 2_200_000 nanos, x 1.25
+    assert (cost.nanos, cost.source, cost.markup_bps) == (2_750_000, "override", 2500)
+
+
+def test_each_side_falls_through_to_the_next_source() -> None:
+    overrides = {"openai/gpt-4o-mini": PriceOverride(input_per_mtok="2")}
+    found = find_prices("openai", "gpt-4o-mini", overrides, CATALOG, prices("9", "0.5"))
+    assert (found.input_per_mtok, found.output_per_mtok, found.source) == (Decimal("2"), Decimal("0.60"),
+                                                                           "override+catalog")
+
+
+def test_litellm_prices_are_used_when_economy_and_catalog_are_silent() -> None:
+    found = find_prices("anthropic", "claude", {}, CATALOG, prices("0.8", "4"))
+    assert compute_cost(found, 10, 10, 0).nanos == 48_000
+    assert found.source == "litellm"
+
+
+def test_half_a_nano_rounds_up() -> None:
+    assert compute_cost(prices("0.0005", "0"), 1, 0, 0).nanos == 1  # exactly 0.5 -> 1 (half-even would say 0)
+    assert compute_cost(prices("0.0015", "0"), 1, 0, 0).nanos == 2  # 1.5 -> 2
+    assert compute_cost(prices("0.00049", "0"), 1, 0, 0).nanos == 0  # 0.49 -> 0
+
+
+def test_rounding_happens_once_after_sum_and_markup() -> None:
+    # 0.4 + 0.4 = 0.8 -> 1; rounding each side first would give 0.
+    assert compute_cost(prices("0.0004", "0.0004"), 1, 1, 0).nanos == 1
+    # 0.4 x 1.25 = 0.5 -> 1; rounding before the markup would give 0.
+    assert compute_cost(prices("0.0004", "0"), 1, 0, 2500).nanos == 1
+    # 1 bps on 10_000 nanos is exactly one more nano.
+    assert compute_cost(prices("10", "0"), 1, 0, 1).nanos == 10_001
+
+
+def test_huge_counts_and_long_prices_stay_exact() -> None:
+    cost = compute_cost(prices("123.456789012345678901", "0.000000001"), 2_000_000_000, 3, 333)
+    # Checked with exact fractions: 255135800172913.58... nanos.
+    exact = (2_000_000_000 * Fraction("123.456789012345678901") + 3 * Fraction("0.000000001")) * 1000
+    exact *= Fraction(10_333, 10_000)
+    assert exact - 255_135_800_172_913 == Fraction(1_160_039_813, 2_000_000_000)
+    assert cost.nanos == 255_135_800_172_914
+
+
+def test_no_known_price_is_unpriced_never_a_silent_zero() -> None:
+    cost = compute_cost(find_prices("anthropic", "claude", {}, CATALOG), 1000, 500, 0)
+    assert (cost.nanos, cost.priced, cost.source) == (0, False, None)
+
+
+def test_a_missing_price_for_a_side_with_tokens_is_unpriced() -> None:
+    assert compute_cost(prices("1", None), 10, 5, 0).priced is False
+    # No completion tokens: the missing output price is not needed.
+    cost = compute_cost(prices("1", None), 10, 0, 0)
+    assert (cost.nanos, cost.priced) == (10_000, True)
