@@ -44,11 +44,16 @@ def install(work: Path) -> Path:
     version = pinned_version()
     stamp = venv / f".installed-{version}"
     if not stamp.exists():
-        say(f"  installing litellm[proxy]=={version} into {venv} (once)")
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        pip = [str(venv / "bin" / "pip"), "install", "-q"]
-        subprocess.run([*pip, "--upgrade", "pip"], check=True)
-        subprocess.run([*pip, f"litellm[proxy]=={version}"], check=True)
+        say(f"  installing litellm[proxy]=={version} from PyPI into {venv} (once)")
+        log = work / "litellm-install.log"
+        with log.open("w") as out:
+            for argv in (
+                [sys.executable, "-m", "venv", "--clear", str(venv)],
+                [str(venv / "bin" / "pip"), "install", "-q", "--upgrade", "pip"],
+                [str(venv / "bin" / "pip"), "install", "-q", f"litellm[proxy]=={version}"],
+            ):
+                if subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False).returncode:
+                    raise BenchError(f"installing LiteLLM failed: {' '.join(argv)}; see {log}")
         stamp.touch()
     return venv / "bin" / "litellm"
 

@@ -39,7 +39,8 @@ def parse(argv: list[str] | None = None) -> Options:
         prog="bench/run",
         description="Measure what Switchboard adds to a call, beside a direct call to the same upstream.",
     )
-    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both", "none"], default="both",
+                        help="Switchboard's database (none: skip Switchboard, e.g. with --litellm)")
     parser.add_argument("--workers", type=_ints, default=(1, 2), help="e.g. 1,2 (default) or 1")
     parser.add_argument("--concurrency", type=_ints, default=(1, 16, 64), help="default 1,16,64")
     parser.add_argument("--quick", action="store_true", help="short smoke run (2 s phases, 100 TTFB samples)")
@@ -54,7 +55,7 @@ def parse(argv: list[str] | None = None) -> Options:
         help="where a fresh database is created and dropped (trust auth by default)",
     )
     args = parser.parse_args(argv)
-    dbs = ("sqlite", "postgres") if args.db == "both" else (args.db,)
+    dbs = {"both": ("sqlite", "postgres"), "none": ()}.get(args.db, (args.db,))
     return Options(
         dbs=dbs,
         workers=args.workers,

@@ -35,7 +35,10 @@ def _ms(value: float | None, signed: bool = False) -> str:
 
 
 def _ratio(a: float, b: float) -> str:
-    return f"{a / b:.1f}x" if b > 0 else "-"
+    if not b > 0 or math.isnan(a):
+        return "-"
+    r = a / b
+    return f"{r:.0f}x" if r >= 10 else f"{r:.1f}x" if r >= 1 else f"{r:.2g}x"
 
 
 def _cell(check: budgets.Check, text: str) -> str:
