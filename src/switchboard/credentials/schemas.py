@@ -1,0 +1,103 @@
+"""Wire shapes of LLM credentials: the secret goes in as a SecretStr and never comes out."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from switchboard.config_file import ProviderKind
+
+SECRET_MAX_CHARS = 4096
+BASE_URL_MAX_CHARS = 2048
+Label = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
+BaseUrl = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=BASE_URL_MAX_CHARS)
+]
+
+
+def clean_secret(value: SecretStr | None) -> SecretStr | None:
+    """Trim surrounding whitespace (a paste artefact); refuse what no provider key looks like.
+
+    Messages never quote the value: error bodies must not carry any part of a secret.
+    """
+    if value is None:
+        return None
+    raw = value.get_secret_value().strip()
+    if not raw:
+        raise ValueError("secret must not be empty or whitespace")
+    if len(raw) > SECRET_MAX_CHARS:
+        raise ValueError(f"secret must be at most {SECRET_MAX_CHARS} characters")
+    # Printable ASCII only: the key goes into an HTTP header, where anything else breaks or injects.
+    if any(not ("!" <= ch <= "~") for ch in raw):
+        raise ValueError("secret must be printable ASCII without spaces or control characters")
+    return SecretStr(raw)
+
+
+class _Input(BaseModel):
+    # A misspelt field (say `api_key`) is a 400, not silently dropped.
+    model_config = ConfigDict(extra="forbid")
+
+
+class CredentialCreate(_Input):
+    provider: ProviderKind
+    secret: SecretStr = Field(description="the provider API key; write-only, never returned")
+    label: Label | None = None
+    base_url: BaseUrl | None = Field(
+        default=None, description="https URL of an OpenAI-compatible server (including /v1), or null"
+    )
+    scope: Literal["user", "room"] | None = Field(
+        default=None, description="`room` when room_id is given, else `user`"
+    )
+    room_id: uuid.UUID | None = None
+
+    _check_secret = field_validator("secret")(clean_secret)
+
+    @model_validator(mode="after")
+    def _scope_matches_room(self) -> CredentialCreate:
+        if self.scope is None:
+            self.scope = "room" if self.room_id is not None else "user"
+        if self.scope == "room" and self.room_id is None:
+            raise ValueError("room_id is required when scope is room")
+        if self.scope == "user" and self.room_id is not None:
+            raise ValueError("room_id is only allowed when scope is room")
+        return self
+
+
+class CredentialUpdate(_Input):
+    """Only the fields present change; `label: null` and `base_url: null` clear them."""
+
+    label: Label | None = None
+    base_url: BaseUrl | None = None
+    secret: SecretStr | None = Field(default=None, description="a new provider API key; write-only")
+
+    _check_secret = field_validator("secret")(clean_secret)
+
+
+class CredentialOut(BaseModel):
+    """A credential as callers see it; deliberately no field that could hold the secret."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    provider: str
+    label: str | None
+    scope: Literal["user", "room"]
+    room_id: uuid.UUID | None
+    user_id: uuid.UUID | None
+    base_url: str | None
+    secret_hint: str = Field(description="the last four characters of the secret (empty for short ones)")
+    created_by: uuid.UUID
+    created_at: datetime
+    updated_at: datetime
+    last_used_at: datetime | None
