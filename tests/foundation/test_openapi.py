@@ -1,0 +1,97 @@
+"""GET /openapi.json: OpenAPI 3.1, version 0.14.0, one tag per area, unique operationIds, the seed's ids."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import httpx
+import pytest
+
+from switchboard.app import OPENAPI_TAGS
+from tests.support.gateway import Gateway
+
+HTTP_METHODS = {"get", "post", "put", "patch", "delete", "head", "options"}
+# (method, path with parameters blanked) -> the operationId the seed gives it.
+SEED_OPERATION_IDS = {
+    ("get", "/agents"): "listAgents_Agents",
+    ("post", "/agents"): "createAgent_Agents",
+    ("post", "/agents/discover"): "discoverAgents_Agents",
+    ("get", "/agents/{}"): "getAgent_Agents",
+    ("post", "/agents/validate"): "validateAgent_Agents",
+    ("post", "/agents/{}/versions/{}/retire"): "retireAgentVersion_Agents",
+    ("post", "/mcp"): "handleMcpHttp_Misc",
+}
+
+
+@pytest.fixture(scope="module")
+def document(gateway: Gateway) -> dict[str, Any]:
+    response = httpx.get(gateway.url + "/openapi.json")
+    assert response.status_code == 200
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (method, path, operation)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if method in HTTP_METHODS
+    ]
+
+
+def test_the_document_is_openapi_3_1_with_the_spec_version(document: dict[str, Any]) -> None:
+    assert re.fullmatch(r"3\.1\.\d+", document["openapi"])
+    assert document["info"]["version"] == "0.14.0"
+
+
+def test_the_declared_tags_are_one_per_area(document: dict[str, Any]) -> None:
+    assert [tag["name"] for tag in document["tags"]] == [tag["name"] for tag in OPENAPI_TAGS]
+
+
+def test_every_operation_carries_a_declared_tag(document: dict[str, Any]) -> None:
+    declared = {tag["name"] for tag in OPENAPI_TAGS}
+    untagged = [
+        f"{method.upper()} {path}"
+        for method, path, operation in operations(document)
+        if not operation.get("tags") or not set(operation["tags"]) <= declared
+    ]
+    assert untagged == []
+
+
+def test_operation_ids_are_present_and_unique(document: dict[str, Any]) -> None:
+    ids = [operation.get("operationId") for _, _, operation in operations(document)]
+    assert None not in ids
+    assert [name for name, count in Counter(ids).items() if count > 1] == []
+
+
+def test_the_seed_operation_ids_name_their_operations(document: dict[str, Any]) -> None:
+    found = {
+        (method, re.sub(r"\{[^}]+\}", "{}", path)): op["operationId"]
+        for method, path, op in operations(document)
+    }
+    wrong = {
+        where: found[where]
+        for where, expected in SEED_OPERATION_IDS.items()
+        if found.get(where, expected) != expected
+    }
+    assert wrong == {}
+    assert found[("post", "/mcp")] == "handleMcpHttp_Misc"
+
+
+def test_the_anonymous_probes_and_documents_are_described(document: dict[str, Any]) -> None:
+    paths = document["paths"]
+    for path in (
+        "/health",
+        "/ready",
+        "/version",
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-authorization-server/mcp",
+    ):
+        assert "get" in paths[path], path
+    version_schema = document["components"]["schemas"]["VersionInfo"]
+    assert sorted(version_schema["required"]) == ["api_version", "built_at", "git_sha", "service"]
