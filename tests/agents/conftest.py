@@ -71,3 +71,20 @@ def add_member(owner: User, room_id: uuid.UUID, member: User, role: str = "membe
     response = owner.client.post(f"/working-groups/{room_id}/members",
                                  json={"user_id": str(member.id), "role": role})
     assert response.status_code == 201, response.text
+
+
+def make_economy(admin: User, *members: User) -> uuid.UUID:
+    response = admin.client.post("/economies", json={"slug": f"e-{uuid.uuid4().hex[:8]}", "name": "Team"})
+    assert response.status_code == 201, response.text
+    economy_id = uuid.UUID(response.json()["id"])
+    for member in members:
+        added = admin.client.post(f"/economies/{economy_id}/participants",
+                                  json={"user_id": str(member.id), "role": "member"})
+        assert added.status_code == 201, added.text
+    return economy_id
+
+
+def visible_ids(user: User) -> set[str]:
+    response = user.client.get("/agents")
+    assert response.status_code == 200, response.text
+    return {row["id"] for row in response.json()}
