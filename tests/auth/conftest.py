@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from switchboard.auth.login import create_user
+from switchboard.auth.users import create_user
 from tests.support.gateway import Gateway
 from tests.support.recorder import RECORDER
 
@@ -44,7 +44,9 @@ def make_account(gateway: Gateway, role: str = "User") -> Account:
     return Account(gateway.server.call_soon(insert()), email, password, role)
 
 
-def unrecorded_post(gateway: Gateway, path: str, body: dict[str, Any], token: str | None = None) -> httpx.Response:
+def unrecorded_post(
+    gateway: Gateway, path: str, body: dict[str, Any], token: str | None = None
+) -> httpx.Response:
     headers = {"authorization": f"Bearer {token}"} if token else {}
     with httpx.Client(base_url=gateway.url, timeout=30.0) as client:
         return client.post(path, json=body, headers=headers)

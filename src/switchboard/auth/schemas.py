@@ -17,11 +17,11 @@ class LoginRequest(BaseModel):
 
 
 class RefreshRequest(BaseModel):
-    refresh_token: SecretStr = Field(min_length=1, max_length=512)
+    refresh_token: SecretStr = Field(min_length=1, max_length=8192)
 
 
 class ApiKeyExchangeRequest(BaseModel):
-    api_key: SecretStr = Field(min_length=1, max_length=512)
+    api_key: SecretStr = Field(min_length=1, max_length=8192)
 
 
 class SignedInUser(BaseModel):

@@ -8,7 +8,7 @@ import getpass
 import sys
 
 from switchboard.auth.hashing import Passwords
-from switchboard.auth.login import create_user
+from switchboard.auth.users import create_user
 from switchboard.db.engine import make_engine, make_sessionmaker
 from switchboard.db.migrate import upgrade
 from switchboard.errors import SwitchboardError
