@@ -119,15 +119,31 @@ def _usage_count(port: int, token: str) -> int | None:
     return int(totals.get("requests", 0))
 
 
-def run_db(db: str, opts: Options, upstream: Upstream, direct: Target) -> list[TargetReport]:
-    say(f"\n== Switchboard on {db}")
+@dataclass(frozen=True)
+class Prepared:
+    """A migrated database with two users and their credentials; the gateway is not running."""
+
+    db: str
+    home: Path
+    env: dict[str, str]
+    port: int
+    ids: dict[str, Identity]
+    admin_token: str
+
+    def start(self, workers: int) -> tuple[Child, Target]:
+        name = f"switchboard {self.db} x{workers}"
+        child = _start(self.env, self.port, workers, self.home / f"serve-w{workers}.log")
+        return child, _target(name, child, self.port, workers, self.ids)
+
+
+@contextmanager
+def prepared(db: str, opts: Options, upstream: Upstream) -> Iterator[Prepared]:
     home = opts.work / f"switchboard-{db}"
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
     config = home / "switchboard.yaml"
     config.write_text(_CONFIG)
     port = free_port()
-    reports: list[TargetReport] = []
     with _database(opts, db, home / "data") as database_url:
         env = _env(home / "data", database_url, config, port)
         # First start: migrations on a fresh database; then two users, each with a real credential.
@@ -143,18 +159,23 @@ def run_db(db: str, opts: Options, upstream: Upstream, direct: Target) -> list[T
             admin = _mint(env, str(uuid.uuid4()), role="Admin")
         finally:
             child.stop()
+        yield Prepared(db, home, env, port, ids, admin)
+
+
+def run_db(db: str, opts: Options, upstream: Upstream, direct: Target) -> list[TargetReport]:
+    say(f"\n== Switchboard on {db}")
+    reports: list[TargetReport] = []
+    with prepared(db, opts, upstream) as ready:
         for workers in opts.workers:
-            name = f"switchboard {db} x{workers}"
-            report = TargetReport(name=name, kind="switchboard", db=db, workers=workers)
-            say(f"\n== {name}")
-            child = _start(env, port, workers, home / f"serve-w{workers}.log")
+            child, target = ready.start(workers)
+            report = TargetReport(name=target.name, kind="switchboard", db=db, workers=workers)
+            say(f"\n== {target.name}")
             try:
-                target = _target(name, child, port, workers, ids)
                 report.startup_s = time_to_first_answer(child, target.json, STARTUP_TIMEOUT)
                 say(f"  start to first answered /v1 call: {report.startup_s:.2f} s")
-                before = _usage_count(port, admin)
+                before = _usage_count(ready.port, ready.admin_token)
                 measure(opts, direct, target, report)
-                after = _usage_count(port, admin)
+                after = _usage_count(ready.port, ready.admin_token)
                 if before is not None and after is not None:
                     report.usage_records = after - before
                     say(f"  usage records written: {report.usage_records} for {report.client_calls} calls")

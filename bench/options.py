@@ -22,6 +22,7 @@ class Options:
     check: bool
     quick: bool
     direct_only: bool
+    profile: bool
     pg_admin_dsn: str
     work: Path
     results: Path
@@ -48,6 +49,8 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument("--ttfb-samples", type=int, help="streamed calls timed at c=1 (default 1000)")
     parser.add_argument("--litellm", action="store_true", help="also measure LiteLLM proxy (no DB)")
     parser.add_argument("--direct-only", action="store_true", help="measure only the upstream itself")
+    parser.add_argument("--profile", action="store_true",
+                        help="sample the gateway with py-spy under load instead (--seconds per mode)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a budget fails")
     parser.add_argument(
         "--pg-admin-dsn",
@@ -60,13 +63,14 @@ def parse(argv: list[str] | None = None) -> Options:
         dbs=dbs,
         workers=args.workers,
         concurrency=args.concurrency,
-        seconds=args.seconds or (2 if args.quick else 10),
+        seconds=args.seconds or (2 if args.quick else 20 if args.profile else 10),
         warmup_seconds=1 if args.quick else 2,
         ttfb_samples=args.ttfb_samples or (100 if args.quick else 1000),
         litellm=args.litellm,
         check=args.check,
         quick=args.quick,
         direct_only=args.direct_only,
+        profile=args.profile,
         pg_admin_dsn=args.pg_admin_dsn,
         work=BENCH_DIR / ".work",
         results=BENCH_DIR / "results",
