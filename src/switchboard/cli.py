@@ -9,6 +9,7 @@ import sys
 import uuid
 from collections.abc import Sequence
 
+from switchboard.config_file import ConfigError
 from switchboard.settings import SettingsError, load_settings
 
 
@@ -43,16 +44,34 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _uuid(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a UUID") from None
+
+
+def _ttl(value: str) -> int:
+    from switchboard.auth.tokens import MAX_LIFETIME_SECONDS
+
+    if not value.isdigit() or not 1 <= int(value) <= MAX_LIFETIME_SECONDS:
+        raise argparse.ArgumentTypeError(f"--ttl is a number of seconds from 1 to {MAX_LIFETIME_SECONDS}")
+    return int(value)
+
+
 def _cmd_token(args: argparse.Namespace) -> int:
     from switchboard.auth.tokens import TokenCodec
 
+    if args.scope and not args.acting_as:
+        print("switchboard: --scope needs --acting-as ROOM (it limits a delegation token)", file=sys.stderr)
+        return 2
     settings = load_settings()
     codec = TokenCodec(settings.jwt_secret.get_secret_value(), settings.jwt_audience)
     extra: dict[str, object] = {}
     if args.acting_as:
         extra.update(
             auth_method="delegation",
-            acting_as=str(uuid.UUID(args.acting_as)),
+            acting_as=str(args.acting_as),
             delegation_scope=args.scope or ["read"],
             delegation_token_id=str(uuid.uuid4()),
         )
@@ -105,14 +124,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_cmd_serve)
 
     token = sub.add_parser("token", help="mint a JWT with the configured secret")
-    token.add_argument("--sub", help="user id (UUID); random when omitted")
+    token.add_argument("--sub", type=_uuid, help="user id (UUID); random when omitted")
     token.add_argument("--role", default="User",
                        choices=["SuperAdmin", "Admin", "Manager", "Operator", "User", "Viewer", "ApiClient"])
     token.add_argument("--email")
     token.add_argument("--permission", action="append", help="repeatable; role defaults when omitted")
-    token.add_argument("--acting-as", help="room id: mint a delegation token for that room")
-    token.add_argument("--scope", action="append", choices=["read", "write", "manage"])
-    token.add_argument("--ttl", type=int, default=900, help="lifetime in seconds")
+    token.add_argument("--acting-as", type=_uuid, help="room id: mint a delegation token for that room")
+    token.add_argument("--scope", action="append", choices=["read", "write", "manage"],
+                       help="repeatable; delegation scope (default read)")
+    token.add_argument("--ttl", type=_ttl, default=900, help="lifetime in seconds")
     token.set_defaults(handler=_cmd_token)
 
     db = sub.add_parser("db", help="database maintenance")
@@ -149,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except SettingsError as exc:
+    except (SettingsError, ConfigError) as exc:
         print(f"switchboard: {exc}", file=sys.stderr)
         return 2
 
