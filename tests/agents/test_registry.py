@@ -226,3 +226,14 @@ def test_openapi_names_the_seed_operation_ids_under_the_agents_tag(gateway: Gate
     assert all(op["tags"] == ["Agents"] for op in operations.values())
     assert "201" in operations["createAgent_Agents"]["responses"]
     assert {"400", "401", "409", "422"} <= set(operations["createAgent_Agents"]["responses"])
+
+
+def test_concurrent_publishes_of_one_id_and_version_store_exactly_one(gateway: Gateway) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    user = gateway.user()
+    spec = make_spec()
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        statuses = sorted(pool.map(lambda _: user.client.post("/agents", json=spec).status_code, range(6)))
+    assert statuses == [201, 409, 409, 409, 409, 409]
+    assert len(user.client.get(f"/agents/{spec['id']}/versions").json()["data"]) == 1
