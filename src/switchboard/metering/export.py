@@ -49,9 +49,10 @@ async def export_chunks(
     sessionmaker: async_sessionmaker[AsyncSession],
     usage: UsageFilter,
     fmt: ExportFormat,
-    page_size: int = PAGE_SIZE,
+    page_size: int | None = None,
 ) -> AsyncIterator[bytes]:
     """Each page is read in its own short transaction (keyset, not OFFSET), then encoded and sent."""
+    page_size = page_size or PAGE_SIZE
     if fmt == "csv":
         yield _csv_lines([COLUMNS])
     after: Key | None = None

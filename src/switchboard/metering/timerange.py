@@ -31,9 +31,9 @@ def parse_instant(text: str | None, name: str, *, end: bool = False) -> datetime
 
 
 def parse_range(from_text: str | None, to_text: str | None) -> tuple[datetime | None, datetime | None]:
-    """[start, end): `from` inclusive, `to` exclusive; 400 when `from` is after `to`."""
+    """[start, end): `from` inclusive, `to` exclusive; 400 unless `from` comes before `to`."""
     start = parse_instant(from_text, "from")
     stop = parse_instant(to_text, "to", end=True)
-    if start is not None and stop is not None and start > stop:
-        raise ValidationFailed("from is after to", param="from")
+    if start is not None and stop is not None and start >= stop:
+        raise ValidationFailed("from must be before to", param="from")
     return start, stop
