@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from switchboard.auth.users import create_user
-from tests.support.gateway import Gateway
+from tests.support.gateway import Gateway, User
 from tests.support.recorder import RECORDER
 
 
@@ -75,6 +75,26 @@ def issue_key(gateway: Gateway, token: str, service_name: str = "billing-sync") 
     issued: dict[str, Any] = response.json()
     RECORDER.remember_secret(issued["api_key"])
     return issued
+
+
+def new_room(gateway: Gateway, owner: User) -> str:
+    response = owner.client.post("/working-groups", json={"name": f"room-{uuid.uuid4().hex[:6]}"})
+    assert response.status_code == 201, response.text
+    room_id: str = response.json()["id"]
+    return room_id
+
+
+def join(owner: User, room_id: str, member: User, role: str) -> None:
+    body = {"user_id": str(member.id), "role": role}
+    response = owner.client.post(f"/working-groups/{room_id}/members", json=body)
+    assert response.status_code == 201, response.text
+
+
+def delegate(user: User, room_id: str, scope: list[str], expiry: int = 600) -> Any:
+    return user.client.post(
+        "/auth/delegation/jwt",
+        json={"group_id": room_id, "delegation_scope": scope, "expiry_seconds": expiry},
+    )
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.auth.conftest import issue_key, login, make_account
+from tests.auth.conftest import delegate, issue_key, login, make_account, new_room
 from tests.conftest import GatewayFactory
 from tests.support.databases import DatabaseFactory
 from tests.support.gateway import Gateway
@@ -72,3 +72,13 @@ def test_a_reuse_seen_by_one_replica_ends_the_family_on_the_other(replicas: Repl
         )
     assert second.client().post("/auth/refresh", json={"refresh_token": token}).status_code == 401
     assert first.client().post("/auth/refresh", json={"refresh_token": rotated}).status_code == 401
+
+
+def test_a_delegation_token_revoked_on_one_replica_stops_on_the_other_at_once(replicas: Replicas) -> None:
+    first, second = replicas
+    owner = first.user("Manager")
+    result = delegate(owner, new_room(first, owner), ["write"]).json()
+    agent = second.client(result["delegation_jwt"])
+    assert agent.get("/protected/jwt").status_code == 200
+    assert owner.client.delete(f"/auth/delegation/tokens/{result['delegation_token_id']}").status_code == 204
+    assert agent.get("/protected/jwt").status_code == 401
