@@ -49,7 +49,7 @@ OPENAPI_TAGS = [
 
 
 def _lifecycles() -> list[object]:
-    found = []
+    found: list[object] = []
     for name in DOMAINS:
         try:
             found.append(importlib.import_module(f"switchboard.{name}.lifecycle"))
@@ -60,7 +60,7 @@ def _lifecycles() -> list[object]:
 
 
 def _routers() -> list[object]:
-    found = []
+    found: list[object] = []
     for name in DOMAINS:
         try:
             module = importlib.import_module(f"switchboard.{name}.router")
