@@ -70,3 +70,14 @@ def test_a_config_agent_with_another_source_is_refused(tmp_path: Path, fake_prov
 
     with pytest.raises(ConfigError, match=r"agents\.0\.source"):
         asyncio.run(start())
+
+
+def test_a_fresh_install_lists_and_discovers_the_shipped_config_agents(make_gateway: GatewayFactory) -> None:
+    shipped = (Path(__file__).parents[2] / "config" / "switchboard.yaml").read_text(encoding="utf-8")
+    fresh = make_gateway(config=shipped)
+    user = fresh.user()
+    listed = {row["id"] for row in user.client.get("/agents").json()}
+    assert listed == {"researcher", "code-reviewer", "writer"}
+    hits = user.client.post("/agents/discover", json={"query": "python security"}).json()["agents"]
+    assert [hit["agent_key"] for hit in hits] == ["code-reviewer"]
+    fresh.stop()
