@@ -29,20 +29,6 @@ def test_default_and_config_economies_exist_under_their_uuid5_ids(admin: User) -
     }
 
 
-def test_default_exists_even_when_the_config_declares_no_economy(
-    make_gateway: GatewayFactory, fake_provider: Any
-) -> None:
-    config = metering_config(fake_provider.base_url)
-    config["economies"] = []
-    gateway = make_gateway(config=config)
-    try:
-        response = gateway.user(role="Admin").client.get("/economies/default")
-        assert response.status_code == 200
-        assert response.json()["id"] == uuid5_of("default")
-    finally:
-        gateway.stop()
-
-
 def test_restarting_on_the_same_database_keeps_ids_and_applies_config_changes(
     make_gateway: GatewayFactory, fake_provider: Any
 ) -> None:
