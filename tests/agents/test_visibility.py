@@ -142,3 +142,15 @@ def test_a_newer_version_outside_the_callers_view_does_not_shadow_the_one_they_s
     assert member.client.get(f"/agents/{spec['id']}").json()["display_name"] == "Room version"
     assert owner.client.get(f"/agents/{spec['id']}").json()["display_name"] == "Private draft"
     assert [v["version"] for v in member.client.get(f"/agents/{spec['id']}/versions").json()["data"]] == ["1"]
+
+
+def test_an_agent_an_admin_publishes_for_a_user_is_that_users_to_see_version_and_retire(
+    gateway: Gateway,
+) -> None:
+    admin, user, other = gateway.user(role="Admin"), gateway.user(), gateway.user()
+    spec = create(admin, user_id=str(user.id))
+    assert spec["id"] in visible_ids(user)
+    assert spec["id"] not in visible_ids(admin)  # user tier: the named user's, not the author's view
+    assert_invisible(other, spec["id"])
+    assert user.client.post("/agents", json={**spec, "version": "2"}).status_code == 201
+    assert user.client.post(f"/agents/{spec['id']}/versions/1/retire").status_code == 200

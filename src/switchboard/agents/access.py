@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchboard.agents.models import AgentVersion
 from switchboard.agents.schemas import AgentSpec
-from switchboard.agents.visibility import Audience
+from switchboard.agents.visibility import audience_of
 from switchboard.auth.principal import Principal
 from switchboard.errors import Conflict, Forbidden, NotFound
 from switchboard.groups import service as groups
@@ -41,8 +41,10 @@ async def check_scope(session: AsyncSession, principal: Principal, spec: AgentSp
 
 
 async def may_manage(session: AsyncSession, principal: Principal, row: AgentVersion) -> bool:
-    """Admins, the row's author, and owners/managers of the row's room."""
+    """Admins, the row's author or (user tier) owner, and owners/managers of the row's room."""
     if principal.is_admin or (row.author_id is not None and row.author_id == principal.user_id):
+        return True
+    if row.tier == "user" and row.owner_id == str(principal.user_id):
         return True
     if row.room_id is None:
         return False
@@ -50,11 +52,7 @@ async def may_manage(session: AsyncSession, principal: Principal, row: AgentVers
 
 
 async def check_new_version(
-    session: AsyncSession,
-    principal: Principal,
-    audience: Audience,
-    rows: Sequence[AgentVersion],
-    version: str,
+    session: AsyncSession, principal: Principal, rows: Sequence[AgentVersion], version: str
 ) -> None:
     """A new version of an existing id may only come from someone who manages that agent; otherwise
     anyone could publish a newer version and take over `agent:<id>` for its users."""
@@ -66,6 +64,7 @@ async def check_new_version(
     for row in rows:
         if await may_manage(session, principal, row):
             return
+    audience = await audience_of(session, principal)
     if any(audience.sees(row) for row in rows):
         raise Forbidden(f"only {MANAGERS_TEXT} publish new versions of this agent")
     raise Conflict("this agent id is taken", details={"id": rows[0].agent_id})

@@ -52,7 +52,7 @@ async def create_agent(
 ) -> AgentCreated:
     await check_scope(session, principal, spec)
     rows = list(await session.scalars(select(AgentVersion).where(AgentVersion.agent_id == spec.id)))
-    await check_new_version(session, principal, await audience_of(session, principal), rows, spec.version)
+    await check_new_version(session, principal, rows, spec.version)
     resolve_spec(spec, rules)
     if spec.created_by is None:
         spec = spec.model_copy(update={"created_by": str(principal.user_id)})
