@@ -237,3 +237,14 @@ def test_concurrent_publishes_of_one_id_and_version_store_exactly_one(gateway: G
         statuses = sorted(pool.map(lambda _: user.client.post("/agents", json=spec).status_code, range(6)))
     assert statuses == [201, 409, 409, 409, 409, 409]
     assert len(user.client.get(f"/agents/{spec['id']}/versions").json()["data"]) == 1
+
+
+def test_a_publish_retried_with_its_idempotency_key_answers_the_first_201(gateway: Gateway) -> None:
+    user = gateway.user()
+    spec = make_spec()
+    headers = {"Idempotency-Key": f"publish-{uuid.uuid4()}"}
+    first = user.client.post("/agents", json=spec, headers=headers)
+    again = user.client.post("/agents", json=spec, headers=headers)
+    assert (first.status_code, again.status_code) == (201, 201)
+    assert again.json() == first.json() == {"id": spec["id"], "version": "1"}
+    assert user.client.post("/agents", json=spec).status_code == 409  # without the key: a second publish
