@@ -102,7 +102,7 @@ async def _active(context: AuthContext, session: AsyncSession, presented: str) -
 
 async def principal_for(context: AuthContext, presented: str) -> Principal:
     """The bearer-key path: one indexed read per request, so a revocation holds on every replica."""
-    async with context.sessionmaker() as session:
+    async with context.reader() as session:
         key = await _active(context, session, presented)
     return Principal(
         user_id=key.user_id,

@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from switchboard.auth.hashing import KeyedHasher, Passwords
 from switchboard.auth.throttle import LoginThrottle
 from switchboard.auth.tokens import TokenCodec
+from switchboard.db.engine import make_sessionmaker
 
 
 @dataclass
@@ -18,18 +19,20 @@ class AuthContext:
     codec: TokenCodec
     # For the steps that must commit on their own (a refused refresh still revokes its family).
     sessionmaker: async_sessionmaker[AsyncSession]
+    # Autocommit sessions for the per-request key and revocation reads: no BEGIN and ROLLBACK
+    # around them, so each is one round trip.
+    reader: async_sessionmaker[AsyncSession]
     api_key_hash: KeyedHasher
     refresh_hash: KeyedHasher
     passwords: Passwords = field(default_factory=Passwords)
     throttle: LoginThrottle = field(default_factory=LoginThrottle)
 
     @classmethod
-    def build(
-        cls, codec: TokenCodec, jwt_secret: str, sessionmaker: async_sessionmaker[AsyncSession]
-    ) -> AuthContext:
+    def build(cls, codec: TokenCodec, jwt_secret: str, engine: AsyncEngine) -> AuthContext:
         return cls(
             codec=codec,
-            sessionmaker=sessionmaker,
+            sessionmaker=make_sessionmaker(engine),
+            reader=make_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT")),
             api_key_hash=KeyedHasher(jwt_secret, "api-key-hash"),
             refresh_hash=KeyedHasher(jwt_secret, "refresh-token-hash"),
         )

@@ -14,9 +14,7 @@ from switchboard.settings import Settings
 async def startup(app: FastAPI) -> None:
     settings: Settings = app.state.settings
     authenticator: Authenticator = app.state.authenticator
-    context = AuthContext.build(
-        authenticator.codec, settings.jwt_secret.get_secret_value(), app.state.sessionmaker
-    )
+    context = AuthContext.build(authenticator.codec, settings.jwt_secret.get_secret_value(), app.state.engine)
     app.state.auth = context
 
     async def resolve_key(presented: str) -> Principal:

@@ -10,7 +10,7 @@ from switchboard.errors import Unauthorized
 
 async def check(context: AuthContext, principal: Principal) -> None:
     # No cache on purpose: a revocation must hold at once on every replica.
-    async with context.sessionmaker() as session:
+    async with context.reader() as session:
         if principal.is_delegated and principal.delegation_token_id is not None:
             if await delegation.is_revoked(session, principal.delegation_token_id):
                 raise Unauthorized("token revoked")
