@@ -17,6 +17,7 @@ from switchboard.idempotency.service import (
     check_key,
     fingerprint,
     refusal,
+    releases_key,
 )
 
 log = logging.getLogger("switchboard.idempotency")
@@ -35,11 +36,6 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
         if key == name:
             return bytes(value)
     return None
-
-
-def releases_key(status: int) -> bool:
-    """Outcomes worth retrying are forgotten, so that the retry executes again."""
-    return status >= 500 or status in (408, 429)
 
 
 class IdempotencyMiddleware:

@@ -96,6 +96,11 @@ def fingerprint(method: str, path: str, body: bytes, query: str = "") -> str:
     return digest.hexdigest()
 
 
+def releases_key(status: int) -> bool:
+    """Outcomes worth retrying are released rather than stored, so that the retry executes again."""
+    return status >= 500 or status in (408, 429)
+
+
 def refusal(result: BodyMismatch | InFlight) -> SwitchboardError:
     """The documented error for a key that cannot run now."""
     if isinstance(result, BodyMismatch):
