@@ -6,7 +6,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, cast
 
 from sqlalchemy import Table
@@ -24,6 +24,8 @@ log = logging.getLogger("switchboard.metering.writer")
 
 _TABLE = cast(Table, UsageRecordRow.__table__)
 MAX_BATCH = 500
+_MAX_LOOKUPS = 10_000
+_MAX_COST = 2**63 - 1  # BIGINT
 # Transient database trouble (failover, a dropped connection) is retried before giving up.
 RETRY_DELAYS = (0.05, 0.2, 1.0)
 
@@ -169,6 +171,8 @@ class UsageWriter:
             if key in self._litellm:
                 continue
             if needs_litellm(find_prices(*key, {}, self._catalog)):
+                if len(self._litellm) >= _MAX_LOOKUPS:
+                    self._litellm.clear()  # callers can name any model; keep the cache bounded
                 self._litellm[key] = await asyncio.to_thread(litellm_lookup, *key)
 
     def _row(self, pending: _Pending, economy: Economy | None) -> dict[str, Any]:
@@ -178,6 +182,10 @@ class UsageWriter:
         key = (outcome.provider, outcome.model)
         prices = find_prices(*key, overrides, self._catalog, self._litellm.get(key, Prices(None, None, None)))
         cost = compute_cost(prices, outcome.prompt_tokens, outcome.completion_tokens, markup)
+        if cost.nanos > _MAX_COST:
+            # Absurd prices: storing the record (flagged unpriced) beats losing it to a column overflow.
+            log.warning("cost of record %s exceeds the cost column; stored unpriced", pending.record_id)
+            cost = replace(cost, nanos=0, priced=False)
         return {
             **asdict(outcome),
             "id": pending.record_id,
