@@ -62,6 +62,13 @@ def test_key_is_a_bearer_carrying_the_owners_identity(gateway: Gateway) -> None:
     assert set(body["permissions"]) == {"CryptoOperations", "CreateGroup", "CreateDelegationToken"}
 
 
+def test_an_issuer_email_too_long_to_store_is_left_out_not_a_500(gateway: Gateway) -> None:
+    issuer = gateway.user(email="x" * 400 + "@example.test")
+    key = issue_key(gateway, issuer.token)["api_key"]
+    claims = gateway.client(key).get("/protected/jwt").json()
+    assert claims["user_id"] == str(issuer.id) and claims["email"] is None
+
+
 def test_revoked_key_is_refused_on_the_next_request(gateway: Gateway) -> None:
     owner = gateway.user()
     issued = issue_key(gateway, owner.token)
@@ -131,6 +138,8 @@ def test_a_key_cannot_issue_keys_nor_a_delegation_token_manage_them(
         gateway.client(delegated).get("/auth/api-keys"),
     ):
         assert response.status_code == 403
+    odd_role = gateway.client(gateway.tokens.mint(role="Wizard"))
+    assert odd_role.post("/auth/api-key/generate", json={"service_name": "x"}).status_code == 403
     # A password account issues keys too, with its own role.
     session = login(gateway, account)
     assert issue_key(gateway, session["token"])["api_key"].startswith("svc_api_")

@@ -11,7 +11,7 @@ from switchboard.auth import token_format
 from switchboard.auth.context import AuthContext
 from switchboard.auth.models import ApiKey
 from switchboard.auth.paging import newest_first
-from switchboard.auth.principal import Principal
+from switchboard.auth.principal import ROLES, Principal
 from switchboard.auth.refresh import open_family
 from switchboard.auth.schemas import ApiKeyInfo, ApiKeyIssued, ApiKeyIssueRequest, LoginResult
 from switchboard.auth.sign_in import Identity
@@ -45,11 +45,14 @@ async def issue(
     if principal.auth_method == "api_key":
         # A leaked key must not be able to outlive its revocation by minting successors.
         raise Forbidden("an API key cannot issue API keys; sign in as the owner")
+    if principal.role not in ROLES:
+        # The key stores the role it acts with; one we do not know could mean anything later.
+        raise Forbidden("API keys are issued to the known roles only")
     plain = token_format.issue(token_format.API_KEY_PREFIX)
     key = ApiKey(
         id=uuid.uuid4(),
         user_id=principal.user_id,
-        email=principal.email,
+        email=principal.email if principal.email and len(principal.email) <= 320 else None,
         role=principal.role,
         permissions=sorted(principal.permissions),
         service_name=request.service_name,
