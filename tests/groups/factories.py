@@ -18,7 +18,9 @@ def new_room(owner: User, name: str = "Research", **fields: Any) -> dict[str, An
 
 
 def add_member(by: User, room_id: str, user_id: uuid.UUID, role: str) -> dict[str, Any]:
-    response = by.client.post(f"/working-groups/{room_id}/members", json={"user_id": str(user_id), "role": role})
+    response = by.client.post(
+        f"/working-groups/{room_id}/members", json={"user_id": str(user_id), "role": role}
+    )
     assert response.status_code == 201, response.text
     return response.json()
 

@@ -54,5 +54,8 @@ def test_a_delegation_token_cannot_create_rooms(gateway: Gateway) -> None:
 def test_a_delegation_token_for_a_room_its_user_left_is_refused(gateway: Gateway) -> None:
     cast = room_cast(gateway)
     agent = delegated(gateway, cast.manager, cast.room_id, "manage")
-    assert cast.owner.client.delete(f"/working-groups/{cast.room_id}/members/{cast.manager.id}").status_code == 204
+    assert (
+        cast.owner.client.delete(f"/working-groups/{cast.room_id}/members/{cast.manager.id}").status_code
+        == 204
+    )
     assert agent.client.get(f"/working-groups/{cast.room_id}").status_code == 404

@@ -80,8 +80,13 @@ def test_adding_someone_twice_is_a_409(gateway: Gateway) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [{"user_id": "nope", "role": "member"}, {"user_id": str(uuid.uuid4()), "role": "admin"},
-     {"role": "member"}, {"user_id": str(uuid.uuid4()), "role": 3}, {"user_id": str(uuid.uuid4()), "x": 1}],
+    [
+        {"user_id": "nope", "role": "member"},
+        {"user_id": str(uuid.uuid4()), "role": "admin"},
+        {"role": "member"},
+        {"user_id": str(uuid.uuid4()), "role": 3},
+        {"user_id": str(uuid.uuid4()), "x": 1},
+    ],
 )
 def test_bad_member_input_is_a_400_and_adds_no_one(gateway: Gateway, body: dict[str, object]) -> None:
     cast = room_cast(gateway)
@@ -151,7 +156,9 @@ def test_an_owner_may_leave_once_another_owner_exists(gateway: Gateway) -> None:
     cast = room_cast(gateway)
     manager_path = f"/working-groups/{cast.room_id}/members/{cast.manager.id}"
     assert cast.owner.client.patch(manager_path, json={"role": "owner"}).status_code == 200
-    assert cast.owner.client.delete(f"/working-groups/{cast.room_id}/members/{cast.owner.id}").status_code == 204
+    assert (
+        cast.owner.client.delete(f"/working-groups/{cast.room_id}/members/{cast.owner.id}").status_code == 204
+    )
     assert cast.owner.client.get(f"/working-groups/{cast.room_id}").status_code == 404
     leave = cast.manager.client.delete(manager_path)
     assert leave.status_code == 409

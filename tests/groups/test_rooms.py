@@ -11,7 +11,9 @@ from tests.support.gateway import Gateway
 from tests.support.recorder import RECORDER
 
 
-def test_creating_a_room_makes_the_creator_its_owner_and_stores_the_economy_as_given(gateway: Gateway) -> None:
+def test_creating_a_room_makes_the_creator_its_owner_and_stores_the_economy_as_given(
+    gateway: Gateway,
+) -> None:
     owner = gateway.user()
     economy = uuid.uuid4()
     room = new_room(owner, name="  Ops  ", description="on call", default_economy_id=str(economy))
@@ -60,8 +62,9 @@ def test_listing_rooms_shows_only_mine_in_pages(gateway: Gateway) -> None:
     assert [r["id"] for r in first["data"] + second["data"]] == mine
 
 
-@pytest.mark.parametrize("params", [{"limit": 0}, {"limit": 501}, {"limit": "many"}, {"cursor": "!!!"},
-                                    {"cursor": "WyJ4Il0"}])
+@pytest.mark.parametrize(
+    "params", [{"limit": 0}, {"limit": 501}, {"limit": "many"}, {"cursor": "!!!"}, {"cursor": "WyJ4Il0"}]
+)
 def test_bad_paging_parameters_are_a_400(gateway: Gateway, params: dict[str, object]) -> None:
     response = gateway.user().client.get("/working-groups", params=params)
     assert response.status_code == 400, response.text
@@ -80,7 +83,9 @@ def test_a_room_i_am_not_in_is_a_404_like_one_that_does_not_exist(gateway: Gatew
     assert outsider.get(f"/working-groups/{cast.room_id}/members").status_code == 404
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 200), ("manager", 200), ("member", 403), ("viewer", 403)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 200), ("manager", 200), ("member", 403), ("viewer", 403)]
+)
 def test_owners_and_managers_change_a_room(gateway: Gateway, role: str, status: int) -> None:
     cast = room_cast(gateway)
     client = cast.role(role).client
@@ -96,7 +101,11 @@ def test_patch_changes_only_the_fields_given(gateway: Gateway) -> None:
     economy = str(uuid.uuid4())
     room = new_room(owner, description="keep me", default_economy_id=economy)
     changed = owner.client.patch(f"/working-groups/{room['id']}", json={"name": "New"}).json()
-    assert (changed["name"], changed["description"], changed["default_economy_id"]) == ("New", "keep me", economy)
+    assert (changed["name"], changed["description"], changed["default_economy_id"]) == (
+        "New",
+        "keep me",
+        economy,
+    )
     cleared = owner.client.patch(f"/working-groups/{room['id']}", json={"default_economy_id": None}).json()
     assert cleared["default_economy_id"] is None and cleared["description"] == "keep me"
 
@@ -125,7 +134,9 @@ def test_bad_room_input_is_a_400_and_creates_nothing(gateway: Gateway, body: dic
 
 def test_malformed_json_is_a_400(gateway: Gateway) -> None:
     user = gateway.user()
-    response = user.client.post("/working-groups", content=b"{nope", headers={"content-type": "application/json"})
+    response = user.client.post(
+        "/working-groups", content=b"{nope", headers={"content-type": "application/json"}
+    )
     assert response.status_code == 400
     assert user.client.get("/working-groups").json()["data"] == []
 
@@ -139,7 +150,9 @@ def test_bad_room_changes_are_a_400_and_change_nothing(gateway: Gateway, body: d
     assert owner.client.get(f"/working-groups/{room['id']}").json() == room
 
 
-@pytest.mark.parametrize(("role", "status"), [("owner", 204), ("manager", 403), ("member", 403), ("viewer", 403)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("owner", 204), ("manager", 403), ("member", 403), ("viewer", 403)]
+)
 def test_only_owners_delete_a_room(gateway: Gateway, role: str, status: int) -> None:
     cast = room_cast(gateway)
     response = cast.role(role).client.delete(f"/working-groups/{cast.room_id}")
@@ -152,7 +165,11 @@ def test_deleting_a_room_removes_its_members_and_credentials(gateway: Gateway) -
     cast = room_cast(gateway)
     created = cast.owner.client.post(
         "/llm-credentials",
-        json={"provider": "openai", "secret": RECORDER.remember_secret("sk-room-" + uuid.uuid4().hex), "room_id": cast.room_id},
+        json={
+            "provider": "openai",
+            "secret": RECORDER.remember_secret("sk-room-" + uuid.uuid4().hex),
+            "room_id": cast.room_id,
+        },
     )
     assert created.status_code == 201, created.text
     assert cast.owner.client.delete(f"/working-groups/{cast.room_id}").status_code == 204

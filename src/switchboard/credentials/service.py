@@ -102,6 +102,8 @@ async def create_credential(
     _seal(store, row, body.secret)
     session.add(row)
     await session.flush()
+    # A caller who adds a key expects their next call on this replica to find it.
+    store.invalidate()
     return CredentialOut.model_validate(row)
 
 

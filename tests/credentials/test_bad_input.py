@@ -1,0 +1,96 @@
+"""Bad credential input is a clear 4xx in the flat shape, never echoes the secret, and stores nothing."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.credentials.factories import fresh_secret, listed_ids
+from tests.groups.factories import room_cast
+from tests.support.gateway import Gateway
+from tests.support.recorder import RECORDER
+
+
+def _refused(gateway: Gateway, body: object, status: int = 400) -> dict[str, object]:
+    user = gateway.user()
+    response = user.client.post("/llm-credentials", json=body)
+    assert response.status_code == status, response.text
+    payload: dict[str, object] = response.json()
+    assert set(payload) <= {"error", "code", "details"} and isinstance(payload["error"], str)
+    assert listed_ids(user) == []
+    return payload
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"provider": "azure"}, "provider"),
+        ({"provider": None}, "provider"),
+        ({"provider": 1}, "provider"),
+        ({"secret": ""}, "secret"),
+        ({"secret": "   \t\n"}, "secret"),
+        ({"secret": "sk-" + "a" * 4094}, "secret"),
+        ({"secret": "sk-has space-inside-1234"}, "secret"),
+        ({"secret": "sk-line\r\nX-Injected: 1"}, "secret"),
+        ({"secret": "sk-ünïcode-12345678"}, "secret"),
+        ({"secret": 12345678901234}, "secret"),
+        ({"secret": None}, "secret"),
+        ({"label": 7}, "label"),
+        ({"label": "x" * 201}, "label"),
+        ({"base_url": 443}, "base_url"),
+        ({"scope": "team"}, "scope"),
+        ({"scope": "room"}, "body"),
+        ({"scope": "user", "room_id": str(uuid.uuid4())}, "body"),
+        ({"room_id": "room-one"}, "room_id"),
+        ({"api_key": "sk-x"}, "api_key"),
+    ],
+)
+def test_malformed_credentials_are_a_400_naming_the_field(
+    gateway: Gateway, body: dict[str, object], field: str
+) -> None:
+    full = {"provider": "openai", "secret": fresh_secret(), **body}
+    if "secret" in body and isinstance(body["secret"], str) and body["secret"].strip():
+        RECORDER.remember_secret(body["secret"])
+    payload = _refused(gateway, full)
+    assert payload["code"] == "VALIDATION_FAILED"
+    fields = {problem["field"] for problem in payload["details"]}  # type: ignore[union-attr]
+    assert field in fields, payload
+
+
+def test_a_secret_of_exactly_the_maximum_length_is_accepted(gateway: Gateway) -> None:
+    secret = RECORDER.remember_secret(("sk-" + uuid.uuid4().hex * 128)[:4096])
+    response = gateway.user().client.post("/llm-credentials", json={"provider": "openai", "secret": secret})
+    assert response.status_code == 201, response.text
+
+
+@pytest.mark.parametrize("raw", [b"{", b"[]", b'"sk-abc"', b"null"])
+def test_a_body_that_is_not_a_json_object_is_a_400(gateway: Gateway, raw: bytes) -> None:
+    user = gateway.user()
+    response = user.client.post("/llm-credentials", content=raw, headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert listed_ids(user) == []
+
+
+def test_an_unknown_room_is_a_404_and_stores_nothing(gateway: Gateway) -> None:
+    payload = _refused(
+        gateway, {"provider": "openai", "secret": fresh_secret(), "room_id": str(uuid.uuid4())}, status=404
+    )
+    assert payload["code"] == "GROUP_NOT_FOUND"
+
+
+def test_a_room_i_am_not_in_is_the_same_404(gateway: Gateway) -> None:
+    cast = room_cast(gateway)
+    response = cast.outsider.client.post(
+        "/llm-credentials", json={"provider": "openai", "secret": fresh_secret(), "room_id": cast.room_id}
+    )
+    assert response.status_code == 404
+    assert response.json()["code"] == "GROUP_NOT_FOUND"
+    assert listed_ids(cast.owner, room_id=cast.room_id) == []
+
+
+def test_error_messages_never_quote_the_secret(gateway: Gateway) -> None:
+    secret = RECORDER.remember_secret("sk-bad secret-" + uuid.uuid4().hex)
+    response = gateway.user().client.post("/llm-credentials", json={"provider": "nope", "secret": secret})
+    assert response.status_code == 400
+    assert secret not in response.text and "bad secret" not in response.text
