@@ -239,6 +239,7 @@ class FakeProvider:
     @staticmethod
     async def _send_body(send: Send, record: Received, script: Script, payload: dict[str, Any]) -> None:
         data = orjson.dumps(payload)
+        record.sent.append(data)
         if script.break_after is None:
             await _send_json(send, 200, payload)
             return

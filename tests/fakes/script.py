@@ -67,7 +67,7 @@ class Received:
     model: str | None
     at: float  # time.monotonic() on arrival
     stream: bool = False
-    sent: list[bytes] = field(default_factory=list)  # stream events exactly as written
+    sent: list[bytes] = field(default_factory=list)  # stream events (or the JSON body) exactly as written
     status: int = 200
     finished_at: float | None = None
 

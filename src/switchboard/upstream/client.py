@@ -1,0 +1,66 @@
+"""UpstreamClient: the one object the /v1 routes call to reach a provider, whatever its kind."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from switchboard.errors import BadRequest
+from switchboard.settings import Settings
+from switchboard.upstream.openai_relay import OpenAIRelay
+from switchboard.upstream.pool import ClientPool
+from switchboard.upstream.types import Timeouts, UpstreamReply, UpstreamStream, UpstreamTarget
+
+
+class Relay(Protocol):
+    async def chat(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply: ...
+
+    def chat_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream: ...
+
+    async def embeddings(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply: ...
+
+
+class UpstreamClient:
+    """`openai` goes through the byte relay; `anthropic` and `gemini` through litellm, which is
+    imported on the first such call and never for OpenAI-format traffic."""
+
+    def __init__(self, timeouts: Timeouts) -> None:
+        self.pool = ClientPool(timeouts)
+        self._openai = OpenAIRelay(self.pool)
+        self._translated: Relay | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> UpstreamClient:
+        client = cls(
+            Timeouts(
+                connect=settings.upstream_connect_timeout,
+                first_byte=settings.upstream_first_byte_timeout,
+                idle=settings.upstream_idle_timeout,
+            )
+        )
+        client.pool.client(settings.allow_private_upstreams)  # the pool every call of this deployment uses
+        return client
+
+    def _relay(self, target: UpstreamTarget) -> Relay:
+        if target.provider == "openai":
+            return self._openai
+        if target.provider in ("anthropic", "gemini"):
+            if self._translated is None:
+                from switchboard.upstream.translated import TranslatedRelay
+
+                self._translated = TranslatedRelay(self.pool)
+            return self._translated
+        raise BadRequest(f"unknown provider kind {target.provider!r}")
+
+    async def chat(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
+        """A non-streamed chat completion as OpenAI-format JSON bytes."""
+        return await self._relay(target).chat(target, body)
+
+    def chat_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream:
+        """A streamed chat completion; the provider is called on the first `__anext__`."""
+        return self._relay(target).chat_stream(target, body)
+
+    async def embeddings(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
+        return await self._relay(target).embeddings(target, body)
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()

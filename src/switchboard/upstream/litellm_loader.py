@@ -1,0 +1,56 @@
+"""The one place litellm is imported: lazily, and only after its own network calls are switched off."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+import threading
+from types import ModuleType
+from typing import Any
+
+# Knobs litellm 1.106.0 reads from the environment at import or first use:
+# - LITELLM_LOCAL_MODEL_COST_MAP: use the bundled cost map; otherwise importing litellm fetches it
+#   from GitHub (seconds of retries on a closed network).
+# - LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS: use the bundled beta-header table; otherwise the first
+#   Anthropic call fetches it from GitHub, synchronously, inside the event loop.
+# - LITELLM_MODE=PRODUCTION: otherwise importing litellm loads a `.env` file from the working
+#   directory into our process environment.
+# litellm 1.106.0 has no telemetry (the old `litellm.telemetry` flag is gone); its callback lists
+# start empty and we never add to them, so nothing else leaves the process.
+_ENVIRONMENT = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS": "True",
+    "LITELLM_MODE": "PRODUCTION",
+}
+_lock = threading.Lock()
+_module: ModuleType | None = None
+
+
+def quiet_environment() -> None:
+    """Set litellm's offline knobs; harmless to call before anything imports it."""
+    os.environ.update(_ENVIRONMENT)
+
+
+def load_litellm() -> ModuleType:
+    """litellm, imported once (about two seconds the first time: call it off the hot path)."""
+    global _module
+    if _module is not None:
+        return _module
+    with _lock:
+        if _module is None:
+            quiet_environment()
+            module: Any = importlib.import_module("litellm")
+            module.suppress_debug_info = True  # else it prints "Give Feedback" banners to stdout on errors
+            module.drop_params = False
+            for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+                # Its debug and info lines can echo request details; warnings and errors stay visible.
+                logging.getLogger(name).setLevel(logging.WARNING)
+            _module = module
+    return _module
+
+
+async def litellm_module() -> ModuleType:
+    """load_litellm() without blocking the event loop on the first import."""
+    return _module if _module is not None else await asyncio.to_thread(load_litellm)

@@ -1,0 +1,193 @@
+"""The OpenAI-format relay: the body passed through, response bytes forwarded as they arrive."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import orjson
+
+from switchboard.errors import BadRequest, SwitchboardError
+from switchboard.upstream import provider_errors
+from switchboard.upstream.pool import ClientPool
+from switchboard.upstream.sse import Event, EventSplitter
+from switchboard.upstream.types import (
+    StreamEvent,
+    Timeouts,
+    UpstreamReply,
+    UpstreamStream,
+    UpstreamTarget,
+    Usage,
+)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ERROR_BODY_LIMIT = 64 * 1024
+_FAILURES = (httpx.HTTPError, OSError, TimeoutError)
+
+
+class OpenAIRelay:
+    def __init__(self, pool: ClientPool) -> None:
+        self._pool = pool
+
+    def _request(self, target: UpstreamTarget, path: str, body: dict[str, Any]) -> httpx.Request:
+        try:
+            content = orjson.dumps(body)
+        except orjson.JSONEncodeError:
+            raise BadRequest("the request body cannot be encoded as JSON") from None
+        url = (target.base_url or DEFAULT_BASE_URL).rstrip("/") + path
+        headers = {
+            "authorization": f"Bearer {target.secret.reveal()}",
+            "content-type": "application/json",
+            "accept-encoding": "identity",  # forward bytes as they are; no decompress on the hot path
+        }
+        return self._pool.client(target.allow_private).build_request(
+            "POST", url, content=content, headers=headers
+        )
+
+    async def _send(self, target: UpstreamTarget, request: httpx.Request, deadline: float) -> httpx.Response:
+        """The response once its headers arrived; provider errors raised as the gateway's."""
+        client = self._pool.client(target.allow_private)
+        try:
+            async with asyncio.timeout_at(deadline):
+                response = await client.send(request, stream=True)
+        except _FAILURES as exc:
+            raise provider_errors.from_transport(exc) from None
+        if response.status_code >= 400:
+            try:
+                body = await _read(response, self._pool.timeouts, ERROR_BODY_LIMIT)
+            except _FAILURES:
+                body = b""
+            finally:
+                await response.aclose()
+            raise provider_errors.from_response(response.status_code, response.headers, body, target.secret)
+        return response
+
+    async def _json(self, target: UpstreamTarget, path: str, body: dict[str, Any]) -> UpstreamReply:
+        request = self._request(target, path, {**body, "model": target.model})
+        deadline = asyncio.get_running_loop().time() + self._pool.timeouts.first_byte
+        response = await self._send(target, request, deadline)
+        try:
+            data = await _read(response, self._pool.timeouts, None)
+        except _FAILURES as exc:
+            raise provider_errors.from_transport(exc) from None
+        finally:
+            await response.aclose()
+        return UpstreamReply(body=data, usage=_usage_of(data), status=response.status_code)
+
+    async def chat(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
+        return await self._json(target, "/chat/completions", body)
+
+    async def embeddings(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
+        return await self._json(target, "/embeddings", body)
+
+    def chat_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream:
+        options = body.get("stream_options")
+        options = dict(options) if isinstance(options, dict) else {}
+        wants_usage = bool(options.get("include_usage"))
+        options["include_usage"] = True  # usage is always metered, whatever the client asked
+        request = self._request(
+            target,
+            "/chat/completions",
+            {**body, "model": target.model, "stream": True, "stream_options": options},
+        )
+        return OpenAIStream(self, target, request, wants_usage)
+
+
+class OpenAIStream(UpstreamStream):
+    def __init__(
+        self, relay: OpenAIRelay, target: UpstreamTarget, request: httpx.Request, wants_usage: bool
+    ) -> None:
+        self.client_wants_usage = wants_usage
+        self.usage: Usage | None = None
+        self._relay = relay
+        self._target = target
+        self._request = request
+        self._timeouts = relay._pool.timeouts
+        self._response: httpx.Response | None = None
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._splitter = EventSplitter()
+        self._pending: deque[Event] = deque()
+        self._deadline = 0.0
+        self._started = False  # an event went out: from now on the idle timeout applies
+        self._eof = False
+        self._closed = False
+
+    async def __anext__(self) -> StreamEvent:
+        if self._closed:
+            raise StopAsyncIteration
+        try:
+            if self._response is None:
+                self._deadline = asyncio.get_running_loop().time() + self._timeouts.first_byte
+                self._response = await self._relay._send(self._target, self._request, self._deadline)
+                self._chunks = self._response.aiter_bytes()
+            while True:
+                while self._pending:
+                    event = self._pending.popleft()
+                    if event.done:
+                        continue  # the caller sends its own [DONE]
+                    if event.usage is not None:
+                        self.usage = event.usage
+                    self._started = True
+                    return StreamEvent(event.data, event.is_usage_only)
+                if self._eof:
+                    await self.aclose()
+                    raise StopAsyncIteration
+                await self._read_more()
+        except SwitchboardError:
+            await self.aclose()
+            raise
+        except _FAILURES as exc:
+            await self.aclose()
+            raise provider_errors.from_transport(exc) from None
+
+    async def _read_more(self) -> None:
+        assert self._chunks is not None
+        timer = asyncio.timeout(self._timeouts.idle) if self._started else asyncio.timeout_at(self._deadline)
+        async with timer:
+            chunk = await anext(self._chunks, None)
+        if chunk is None:
+            self._eof = True
+            self._pending.extend(self._splitter.flush())
+        else:
+            self._pending.extend(self._splitter.feed(chunk))
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._chunks is not None:
+            # RuntimeError: still running in a task being cancelled; closing the response suffices.
+            with contextlib.suppress(RuntimeError):
+                await self._chunks.aclose()  # type: ignore[attr-defined]
+        if self._response is not None:
+            await self._response.aclose()  # mid-body this drops the connection: the provider stops
+
+
+async def _read(response: httpx.Response, timeouts: Timeouts, limit: int | None) -> bytes:
+    """The body, each read bounded by the idle timeout (and the size by `limit`, for error bodies)."""
+    parts: list[bytes] = []
+    size = 0
+    chunks = response.aiter_bytes()
+    while True:
+        async with asyncio.timeout(timeouts.idle):
+            chunk = await anext(chunks, None)
+        if chunk is None:
+            break
+        parts.append(chunk)
+        size += len(chunk)
+        if limit is not None and size >= limit:
+            break
+    return b"".join(parts)
+
+
+def _usage_of(data: bytes) -> Usage | None:
+    try:
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    usage = payload.get("usage") if isinstance(payload, dict) else None
+    return Usage.from_openai(usage) if isinstance(usage, dict) else None

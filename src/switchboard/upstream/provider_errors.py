@@ -1,0 +1,188 @@
+"""Every provider failure becomes one of errors.py's classes here, with secrets scrubbed (SPEC §3, §5)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import orjson
+
+from switchboard.errors import (
+    NotFound,
+    RateLimited,
+    SwitchboardError,
+    Unprocessable,
+    UpstreamBadRequest,
+    UpstreamCredentialRejected,
+    UpstreamFailed,
+    UpstreamTimeout,
+)
+from switchboard.kit.secret import Secret
+from switchboard.upstream.guard import forbidden_cause
+
+MAX_MESSAGE = 1000
+_DECODER = json.JSONDecoder()
+REDACTED = "[redacted]"
+# Shapes of keys and credentials that may appear in a provider's text, whoever's they are.
+_KEY_SHAPES = [
+    re.compile(r"(?i)\b(?:sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}"),  # OpenAI / Anthropic, masked ones too
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),  # Google API keys
+    re.compile(r"(?i)\bbearer\s+[^\s\"',]+"),
+    re.compile(
+        r"(?i)\b((?:x-goog-)?(?:x-)?api[_-]?key|key|token|secret|password)([\"']?\s*[:=]\s*[\"']?)"
+        r"[^\s\"'&,}]+"
+    ),
+    # Long opaque tokens mixing letters and digits.
+    re.compile(r"\b(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])[A-Za-z0-9_\-]{32,}\b"),
+]
+# The provider's own words for "this key is not valid", whatever the status code.
+_INVALID_KEY_MARKERS = ("API_KEY_INVALID", "authentication_error", "invalid_api_key", "invalid x-api-key")
+
+
+def scrub(text: str, secret: Secret | None = None) -> str:
+    """The text without the key that was sent, nor anything else shaped like a key."""
+    if secret is not None:
+        value = secret.reveal()
+        if value:
+            for form in {value, quote(value, safe="")}:
+                text = text.replace(form, REDACTED)
+    for shape in _KEY_SHAPES:
+        text = shape.sub(lambda m: (m.group(1) + m.group(2) + REDACTED) if m.lastindex else REDACTED, text)
+    return text[:MAX_MESSAGE]
+
+
+def provider_message(body: bytes | str) -> str:
+    """The human part of a provider error body: OpenAI, Anthropic and Gemini all say error.message."""
+    raw = body.encode() if isinstance(body, str) else body
+    try:
+        payload: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw[:MAX_MESSAGE].decode("utf-8", "replace").strip()
+    if isinstance(payload, list) and payload:
+        payload = payload[0]  # Gemini's streaming endpoint wraps errors in a list
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
+        if isinstance(error, dict):
+            error = error.get("message") or error.get("detail") or error
+        if isinstance(error, str):
+            return error
+    return raw[:MAX_MESSAGE].decode("utf-8", "replace")
+
+
+def _retry_after(headers: Mapping[str, str]) -> dict[str, str]:
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if value := lowered.get("retry-after"):
+        return {"Retry-After": value.strip()}
+    if milliseconds := lowered.get("retry-after-ms"):
+        try:
+            return {"Retry-After": str(max(1, math.ceil(float(milliseconds) / 1000)))}
+        except ValueError:
+            return {}
+    return {}
+
+
+def from_response(
+    status: int, headers: Mapping[str, str], body: bytes | str, secret: Secret | None
+) -> SwitchboardError:
+    """A provider's error answer (status >= 400) as the gateway's error."""
+    text = body if isinstance(body, str) else body.decode("utf-8", "replace")
+    message = scrub(provider_message(body), secret)
+    if status in (401, 403) or any(marker in text for marker in _INVALID_KEY_MARKERS):
+        return UpstreamCredentialRejected(f"the provider rejected the stored credential: {message}")
+    if status == 429:
+        return RateLimited(f"the provider rate-limited the call: {message}", headers=_retry_after(headers))
+    if status == 404:
+        return NotFound(
+            f"the provider does not know this model or path: {message}", openai_code="model_not_found"
+        )
+    if status == 408:
+        return UpstreamTimeout(f"the provider timed out: {message}")
+    if status >= 500:
+        return UpstreamFailed(f"the provider failed ({status}): {message}")
+    return UpstreamBadRequest(message or "the provider refused the request")
+
+
+def from_transport(error: BaseException) -> SwitchboardError:
+    """A failure below HTTP: refused address, timeout, reset."""
+    forbidden = forbidden_cause(error)
+    if forbidden is not None:
+        return Unprocessable(
+            f"the credential's base_url resolves to a forbidden address ({forbidden.reason})",
+            param="base_url",
+        )
+    if isinstance(error, httpx.TimeoutException | TimeoutError) or _caused_by(error, httpx.TimeoutException):
+        return UpstreamTimeout()
+    if isinstance(error, httpx.ConnectError) or _caused_by(error, httpx.ConnectError):
+        return UpstreamFailed("could not connect to the provider")
+    return UpstreamFailed("the provider connection failed")
+
+
+def from_litellm(error: Exception, secret: Secret | None, depth: int = 0) -> SwitchboardError:
+    """litellm's exception (its text may hold request details, so only the provider's words are kept)."""
+    inner = getattr(error, "original_exception", None)
+    if isinstance(inner, Exception) and inner is not error and depth < 5:
+        # Stream failures arrive wrapped (MidStreamFallbackError); the provider's answer is inside.
+        return from_litellm(inner, secret, depth + 1)
+    if isinstance(error, httpx.HTTPStatusError):
+        response = error.response
+        try:
+            body = response.content
+        except httpx.ResponseNotRead:
+            body = b""
+        return from_response(response.status_code, response.headers, body, secret)
+    kind = type(error).__name__
+    if kind == "Timeout":
+        return UpstreamTimeout()
+    if isinstance(error, httpx.HTTPError | OSError | TimeoutError) or kind == "APIConnectionError":
+        return from_transport(error)
+    if forbidden_cause(error) is not None:
+        return from_transport(error)
+    status = getattr(error, "status_code", None)
+    if not isinstance(status, int):
+        return UpstreamFailed("the provider call failed")
+    raw = str(getattr(error, "message", "") or "")
+    text = _embedded_json(raw) or raw.split(" - ", 1)[-1]
+    if kind == "AuthenticationError":
+        status = 401
+    return from_response(status, _litellm_headers(error), text, secret)
+
+
+def _embedded_json(text: str) -> str | None:
+    """litellm writes `litellm.BadRequestError: AnthropicException - {provider body} <more text>`."""
+    start = text.find("{")
+    while start != -1:
+        try:
+            _, end = _DECODER.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        return text[start:end]
+    return None
+
+
+def _litellm_headers(error: Exception) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    response = getattr(error, "response", None)
+    if isinstance(response, httpx.Response):
+        headers.update(response.headers)
+    for name in ("headers", "litellm_response_headers"):
+        extra = getattr(error, name, None)
+        if isinstance(extra, Mapping | httpx.Headers):
+            headers.update({str(k): str(v) for k, v in extra.items()})
+    return headers
+
+
+def _caused_by(error: BaseException, kind: type[BaseException]) -> bool:
+    seen: set[int] = set()
+    current = error.__cause__ or error.__context__
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

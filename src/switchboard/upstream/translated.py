@@ -1,0 +1,206 @@
+"""Anthropic and Gemini through litellm's translation, over our pooled, guarded transport."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from contextvars import ContextVar
+from typing import Any
+
+import httpx
+
+from switchboard.errors import BadRequest, SwitchboardError
+from switchboard.upstream import provider_errors
+from switchboard.upstream.litellm_loader import litellm_module
+from switchboard.upstream.openai_format import chunk_events, completion_body, embeddings_body
+from switchboard.upstream.pool import ClientPool
+from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget, Usage
+
+ROOTS = {"anthropic": "https://api.anthropic.com", "gemini": "https://generativelanguage.googleapis.com"}
+# OpenAI chat parameters litellm knows how to translate. Anything else is dropped: litellm reads
+# many of its own kwargs (api_base, base_url, extra_headers, mock_response, …) from the same
+# namespace, and a client must not be able to steer the stored key to another host.
+# fmt: off
+CHAT_PARAMS = frozenset((
+    "messages", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "max_tokens",
+    "max_completion_tokens", "n", "presence_penalty", "response_format", "seed", "stop", "temperature",
+    "top_p", "tools", "tool_choice", "parallel_tool_calls", "user", "reasoning_effort", "modalities",
+    "audio", "prediction", "service_tier", "web_search_options", "functions", "function_call",
+    "thinking", "verbosity",
+))
+# fmt: on
+
+# The responses opened by the current call, so that aclose() can drop the provider connection
+# even where litellm's own stream iterator does not close it.
+_OPENED: ContextVar[list[httpx.Response] | None] = ContextVar("switchboard_upstream_opened", default=None)
+
+
+class _SharedTransport(httpx.AsyncBaseTransport):
+    """litellm's view of our pool: records responses per call and ignores close (litellm closes the
+    clients it builds after a connection error; the pool belongs to the UpstreamClient)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._inner.handle_async_request(request)
+        opened = _OPENED.get()
+        if opened is not None:
+            opened.append(response)
+        return response
+
+    async def aclose(self) -> None:
+        return None
+
+
+def api_base(target: UpstreamTarget) -> str:
+    root = (target.base_url or ROOTS[target.provider]).rstrip("/")
+    # litellm appends /v1/messages to Anthropic's base, but /models/{model}:… to Gemini's.
+    return root + "/v1beta" if target.provider == "gemini" else root
+
+
+class TranslatedRelay:
+    def __init__(self, pool: ClientPool) -> None:
+        self._pool = pool
+        self._handlers: dict[bool, Any] = {}
+
+    async def _call_kwargs(self, target: UpstreamTarget) -> tuple[Any, dict[str, Any]]:
+        litellm = await litellm_module()
+        handler = self._handlers.get(target.allow_private)
+        if handler is None:
+            from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+            transport = _SharedTransport(self._pool.transport(target.allow_private))
+            handler = AsyncHTTPHandler(transport=transport, follow_redirects=False)
+            self._handlers[target.allow_private] = handler
+        timeouts = self._pool.timeouts
+        return litellm, {
+            "model": f"{target.provider}/{target.model}",
+            "api_key": target.secret.reveal(),
+            "api_base": api_base(target),
+            "client": handler,
+            # A backstop only: the relay times first byte and idle itself, and the guard caps connect.
+            "timeout": timeouts.first_byte + timeouts.idle,
+            "num_retries": 0,
+        }
+
+    async def chat(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
+        litellm, kwargs = await self._call_kwargs(target)
+        params = {k: v for k, v in body.items() if k in CHAT_PARAMS}
+        opened: list[httpx.Response] = []
+        token = _OPENED.set(opened)
+        try:
+            async with asyncio.timeout(self._pool.timeouts.first_byte):
+                result = await litellm.acompletion(**kwargs, **params, _skip_mcp_handler=True)
+        except Exception as exc:
+            raise _mapped(exc, target) from None
+        finally:
+            _OPENED.reset(token)
+            await _close_all(opened)
+        usage, payload = completion_body(result)
+        return UpstreamReply(body=payload, usage=usage)
+
+    async def embeddings(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
+        if target.provider != "gemini":
+            raise BadRequest(f"{target.provider} models do not offer embeddings", param="model")
+        litellm, kwargs = await self._call_kwargs(target)
+        extra = {"dimensions": body["dimensions"]} if "dimensions" in body else {}
+        try:
+            async with asyncio.timeout(self._pool.timeouts.first_byte):
+                result = await litellm.aembedding(**kwargs, input=body.get("input"), **extra)
+        except Exception as exc:
+            raise _mapped(exc, target) from None
+        usage, data = embeddings_body(result, target.model, as_base64=body.get("encoding_format") == "base64")
+        return UpstreamReply(body=data, usage=usage)
+
+    def chat_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream:
+        options = body.get("stream_options")
+        wants = bool(isinstance(options, dict) and options.get("include_usage"))
+        return TranslatedStream(self, target, {k: v for k, v in body.items() if k in CHAT_PARAMS}, wants)
+
+
+class TranslatedStream(UpstreamStream):
+    def __init__(
+        self, relay: TranslatedRelay, target: UpstreamTarget, params: dict[str, Any], wants: bool
+    ) -> None:
+        self.client_wants_usage = wants
+        self.usage: Usage | None = None
+        self._relay = relay
+        self._target = target
+        self._params = params
+        self._timeouts = relay._pool.timeouts
+        self._wrapper: Any = None  # litellm's CustomStreamWrapper
+        self._opened: list[httpx.Response] = []
+        self._pending: deque[StreamEvent] = deque()
+        self._deadline = 0.0
+        self._started = False
+        self._closed = False
+
+    async def _open(self) -> None:
+        self._deadline = asyncio.get_running_loop().time() + self._timeouts.first_byte
+        litellm, kwargs = await self._relay._call_kwargs(self._target)
+        token = _OPENED.set(self._opened)
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                self._wrapper = await litellm.acompletion(
+                    **kwargs,
+                    **self._params,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    _skip_mcp_handler=True,
+                )
+        finally:
+            _OPENED.reset(token)
+
+    async def __anext__(self) -> StreamEvent:
+        if self._closed:
+            raise StopAsyncIteration
+        try:
+            if self._wrapper is None:
+                await self._open()
+            while not self._pending:
+                timer = (
+                    asyncio.timeout(self._timeouts.idle)
+                    if self._started
+                    else asyncio.timeout_at(self._deadline)
+                )
+                async with timer:
+                    chunk = await anext(self._wrapper, None)
+                if chunk is None:
+                    await self.aclose()
+                    raise StopAsyncIteration
+                usage, events = chunk_events(chunk)
+                if usage is not None:
+                    self.usage = usage
+                self._pending.extend(events)
+            self._started = True
+            return self._pending.popleft()
+        except StopAsyncIteration:
+            raise
+        except Exception as exc:
+            await self.aclose()
+            raise _mapped(exc, self._target) from None
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._wrapper is not None:
+            # litellm's cleanup failing must not keep ours (closing the responses) from running.
+            with contextlib.suppress(Exception):
+                await self._wrapper.aclose()
+        await _close_all(self._opened)
+
+
+async def _close_all(responses: list[httpx.Response]) -> None:
+    for response in responses:
+        await response.aclose()  # a no-op once read; mid-body it drops the connection
+
+
+def _mapped(error: Exception, target: UpstreamTarget) -> SwitchboardError:
+    if isinstance(error, SwitchboardError):
+        return error
+    if isinstance(error, TimeoutError | httpx.HTTPError | OSError):
+        return provider_errors.from_transport(error)
+    return provider_errors.from_litellm(error, target.secret)

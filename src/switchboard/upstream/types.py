@@ -1,0 +1,90 @@
+"""The upstream seam's value types: what a call targets, what it returns, how a stream looks."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from switchboard.kit.secret import Secret
+
+PROVIDER_KINDS = ("openai", "anthropic", "gemini")
+
+
+@dataclass(frozen=True)
+class UpstreamTarget:
+    provider: str  # "openai" | "anthropic" | "gemini"
+    model: str  # the provider's own model name
+    secret: Secret
+    base_url: str | None = None  # None: the provider's public endpoint
+    allow_private: bool = False
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @classmethod
+    def from_openai(cls, usage: Mapping[str, Any]) -> Usage:
+        """From an OpenAI-format `usage` object (extra fields ignored, nulls read as 0)."""
+        prompt_details = usage.get("prompt_tokens_details") or {}
+        completion_details = usage.get("completion_tokens_details") or {}
+        return cls(
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            cached_tokens=int(prompt_details.get("cached_tokens") or 0),
+            reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+        )
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
+            "completion_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
+        }
+
+
+@dataclass(frozen=True)
+class UpstreamReply:
+    body: bytes  # OpenAI-format JSON
+    usage: Usage | None
+    status: int = 200
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    data: bytes  # one complete SSE event, `data: {...}` and its blank line
+    is_usage_only: bool = False  # the `choices: []` usage chunk; drop it unless the client asked
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    connect: float
+    first_byte: float  # until the response headers, and for streams until the first event
+    idle: float  # longest silence between two reads after that
+
+
+class UpstreamStream(ABC):
+    """Async iterator of OpenAI-format SSE events, never `[DONE]` (the caller sends it).
+
+    The provider request starts on the first `__anext__`, so errors before the first event are
+    raised from there; `aclose()` cancels the provider request at any point.
+    """
+
+    usage: Usage | None = None
+    client_wants_usage: bool = False  # did the caller's body ask for stream_options.include_usage
+
+    def __aiter__(self) -> UpstreamStream:
+        return self
+
+    @abstractmethod
+    async def __anext__(self) -> StreamEvent: ...
+
+    @abstractmethod
+    async def aclose(self) -> None: ...

@@ -1,0 +1,118 @@
+"""The OpenAI-format relay passes bodies through and forwards the provider's bytes unchanged."""
+
+from __future__ import annotations
+
+import orjson
+
+from switchboard.upstream.client import UpstreamClient
+from switchboard.upstream.types import Usage
+from tests.fakes.provider import FakeProvider
+from tests.upstream.conftest import KEY, MESSAGES, TOOLS, MakeTarget, unique
+
+
+async def test_non_stream_reply_is_the_provider_body_byte_for_byte_with_usage(
+    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+) -> None:
+    model = unique("gpt")
+    fake_provider.script(model, prompt_tokens=21, completion_tokens=5, cached_tokens=3, reasoning_tokens=2)
+    reply = await upstream.chat(target("openai", model), {"model": "fast", "messages": MESSAGES})
+    [seen] = fake_provider.received(model)
+    assert reply.body == seen.sent[0]
+    assert reply.usage == Usage(prompt_tokens=21, completion_tokens=5, cached_tokens=3, reasoning_tokens=2)
+    assert seen.api_key == KEY and seen.path == "/v1/chat/completions"
+
+
+async def test_body_is_passed_through_with_only_the_model_replaced(
+    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+) -> None:
+    model = unique("gpt")
+    body = {
+        "model": "openai/whatever",
+        "messages": MESSAGES,
+        "tools": TOOLS,
+        "tool_choice": "auto",
+        "response_format": {"type": "json_object"},
+        "logprobs": True,
+        "n": 2,
+        "seed": 7,
+        "stop": ["\n"],
+        "x_vendor_extension": {"nested": [1, 2.5, None]},
+    }
+    reply = await upstream.chat(target("openai", model), body)
+    [seen] = fake_provider.received(model)
+    assert seen.body == {**body, "model": model}
+    assert (
+        orjson.loads(reply.body)["choices"][0]["message"]["tool_calls"][0]["function"]["name"]
+        == "get_weather"
+    )
+
+
+async def test_stream_events_equal_what_the_provider_sent_and_usage_is_captured(
+    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+) -> None:
+    model = unique("gpt")
+    fake_provider.script(model, reply="one two three", prompt_tokens=4, completion_tokens=3)
+    stream = upstream.chat_stream(
+        target("openai", model),
+        {"model": "x", "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True}},
+    )
+    events = [event async for event in stream]
+    [seen] = fake_provider.received(model)
+    assert [event.data for event in events] == seen.sent[:-1]  # everything but [DONE], unchanged
+    assert seen.sent[-1] == b"data: [DONE]\n\n"
+    assert [event.is_usage_only for event in events] == [False] * (len(events) - 1) + [True]
+    assert stream.usage == Usage(prompt_tokens=4, completion_tokens=3)
+    assert stream.client_wants_usage is True
+
+
+async def test_include_usage_is_forced_and_the_usage_chunk_flagged_when_the_client_did_not_ask(
+    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+) -> None:
+    model = unique("gpt")
+    stream = upstream.chat_stream(
+        target("openai", model),
+        {"model": "x", "messages": MESSAGES, "stream": True, "stream_options": {"other": 1}},
+    )
+    events = [event async for event in stream]
+    [seen] = fake_provider.received(model)
+    assert seen.body["stream_options"] == {"other": 1, "include_usage": True}
+    assert seen.body["stream"] is True
+    assert stream.client_wants_usage is False
+    assert events[-1].is_usage_only and b'"choices":[]' in events[-1].data
+    assert stream.usage == Usage(prompt_tokens=11, completion_tokens=7)
+
+
+async def test_stream_without_stream_options_gets_them(
+    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+) -> None:
+    model = unique("gpt")
+    stream = upstream.chat_stream(
+        target("openai", model), {"model": "x", "messages": MESSAGES, "stream": True}
+    )
+    assert [e async for e in stream][-1].is_usage_only
+    assert fake_provider.received(model)[0].body["stream_options"] == {"include_usage": True}
+    assert stream.client_wants_usage is False
+
+
+async def test_embeddings_pass_through_with_usage(
+    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+) -> None:
+    model = unique("embed")
+    fake_provider.script(model, prompt_tokens=5)
+    reply = await upstream.embeddings(target("openai", model), {"model": "e", "input": ["a", "b"]})
+    [seen] = fake_provider.received(model)
+    assert seen.path == "/v1/embeddings" and reply.body == seen.sent[0]
+    assert reply.usage == Usage(prompt_tokens=5)
+    assert len(orjson.loads(reply.body)["data"]) == 2
+
+
+async def test_connections_are_reused_across_calls(
+    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+) -> None:
+    model = unique("gpt")
+    for _ in range(3):
+        await upstream.chat(target("openai", model), {"messages": MESSAGES})
+        async for _event in upstream.chat_stream(target("openai", model), {"messages": MESSAGES}):
+            pass
+    pool = upstream.pool.transport(True)._pool
+    assert len(pool.connections) == 1
