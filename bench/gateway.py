@@ -98,10 +98,12 @@ def _start(env: Mapping[str, str], port: int, workers: int, log: Path) -> Child:
     return Child(f"switchboard (workers={workers})", argv, log, env=env, cwd=log.parent)
 
 
-def _target(name: str, child: Child, port: int, workers: int, ids: dict[str, Identity]) -> Target:
+def _target(
+    name: str, child: Child, port: int, workers: int, ids: dict[str, Identity], db_marker: str | None
+) -> Target:
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     return Target(
-        name=name, pid=child.pid, workers=workers,
+        name=name, pid=child.pid, workers=workers, db_marker=db_marker,
         json=Endpoint(url, payloads.request_body(payloads.MODEL, False),
                       {"Authorization": f"Bearer {ids['json'].token}"}),
         stream=Endpoint(url, payloads.request_body(payloads.MODEL, True),
@@ -129,11 +131,12 @@ class Prepared:
     port: int
     ids: dict[str, Identity]
     admin_token: str
+    db_marker: str | None  # how the PostgreSQL backends serving this gateway show in `ps`
 
     def start(self, workers: int) -> tuple[Child, Target]:
         name = f"switchboard {self.db} x{workers}"
         child = _start(self.env, self.port, workers, self.home / f"serve-w{workers}.log")
-        return child, _target(name, child, self.port, workers, self.ids)
+        return child, _target(name, child, self.port, workers, self.ids, self.db_marker)
 
 
 @contextmanager
@@ -159,7 +162,17 @@ def prepared(db: str, opts: Options, upstream: Upstream) -> Iterator[Prepared]:
             admin = _mint(env, str(uuid.uuid4()), role="Admin")
         finally:
             child.stop()
-        yield Prepared(db, home, env, port, ids, admin)
+        marker = f" {database_url.rsplit('/', 1)[1]} " if db == "postgres" else None
+        yield Prepared(db, home, env, port, ids, admin, marker)
+
+
+def _check_usage(report: TargetReport, records: int) -> None:
+    """Every completed call left one record; calls cut off when wrk stopped may have left one too."""
+    report.usage_records = records
+    calls, extra = report.client_calls, report.cut_off
+    say(f"  usage records written: {records} for {calls} completed calls (+ up to {extra} cut off by wrk)")
+    if not calls <= records <= calls + extra:
+        report.notes.append(f"usage records ({records}) do not match the {calls} calls (+ up to {extra})")
 
 
 def run_db(db: str, opts: Options, upstream: Upstream, direct: Target) -> list[TargetReport]:
@@ -177,8 +190,7 @@ def run_db(db: str, opts: Options, upstream: Upstream, direct: Target) -> list[T
                 measure(opts, direct, target, report)
                 after = _usage_count(ready.port, ready.admin_token)
                 if before is not None and after is not None:
-                    report.usage_records = after - before
-                    say(f"  usage records written: {report.usage_records} for {report.client_calls} calls")
+                    _check_usage(report, after - before)
             finally:
                 child.stop()
             reports.append(report)

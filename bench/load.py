@@ -50,6 +50,7 @@ class LoadResult:
     p99_ms: float
     errors: Errors
     cpu_seconds: float  # of the target's process tree during the phase
+    db_cpu_seconds: float  # of the database server's processes serving the target (PostgreSQL)
     other_load: float  # share of the machine used by processes the benchmark did not start
 
     @property
@@ -59,6 +60,10 @@ class LoadResult:
     @property
     def cpu_ms_per_call(self) -> float:
         return self.cpu_seconds * 1000 / self.requests if self.requests else float("nan")
+
+    @property
+    def db_cpu_ms_per_call(self) -> float:
+        return self.db_cpu_seconds * 1000 / self.requests if self.requests else float("nan")
 
 
 def find_wrk() -> str:
@@ -96,10 +101,12 @@ def run_wrk(
     me = os.getpid()
     machine_before, own_before = cpu_ticks(), _own_ticks(me)
     cpu_before = proctree.cpu_seconds(target.pid)
+    db_before = proctree.cpu_seconds_matching(target.db_marker) if target.db_marker else 0.0
     started = time.perf_counter()
     out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60, check=False)
     elapsed = time.perf_counter() - started
     cpu_after = proctree.cpu_seconds(target.pid)
+    db_after = proctree.cpu_seconds_matching(target.db_marker) if target.db_marker else 0.0
     machine_after, own_after = cpu_ticks(), _own_ticks(me)
     log = work / "wrk.log"
     with log.open("a") as handle:
@@ -108,7 +115,8 @@ def run_wrk(
     if out.returncode != 0 or summary is None:
         raise BenchError(f"wrk failed ({out.returncode}): {out.stderr.strip() or out.stdout.strip()}")
     data = json.loads(summary.removeprefix("WRK_JSON "))
-    foreign = (machine_after.busy - machine_before.busy) - (own_after - own_before)
+    db_seconds = db_after - db_before
+    foreign = (machine_after.busy - machine_before.busy) - (own_after - own_before) - db_seconds * CLK_TCK
     capacity = max(1.0, elapsed * CLK_TCK * NPROC)
     return LoadResult(
         mode=mode,
@@ -122,5 +130,6 @@ def run_wrk(
             socket=int(data["connect"] + data["read"] + data["write"] + data["timeout"]),
         ),
         cpu_seconds=cpu_after - cpu_before,
+        db_cpu_seconds=db_seconds,
         other_load=max(0.0, foreign / capacity),
     )

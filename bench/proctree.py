@@ -59,3 +59,36 @@ def rss_bytes(root: int) -> tuple[int, list[int]]:
     """Total RSS of the tree and each process's RSS (largest first)."""
     sizes = sorted((s.rss_bytes for s in tree(root)), reverse=True)
     return sum(sizes), sizes
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def worker_rss(root: int, workers: int) -> tuple[list[int], int]:
+    """RSS of each worker process and of the rest of the tree (supervisor, helpers).
+
+    With one worker, uvicorn serves in the root process; with more, the root supervises
+    `multiprocessing` spawned children.
+    """
+    stats = tree(root)
+    if workers == 1:
+        return [s.rss_bytes for s in stats if s.pid == root], sum(s.rss_bytes for s in stats if s.pid != root)
+    is_worker = {s.pid: "spawn_main" in cmdline(s.pid) for s in stats}
+    return (
+        sorted((s.rss_bytes for s in stats if is_worker[s.pid]), reverse=True),
+        sum(s.rss_bytes for s in stats if not is_worker[s.pid]),
+    )
+
+
+def cpu_seconds_matching(marker: str) -> float:
+    """CPU of every process whose command line holds `marker` (e.g. PostgreSQL backends of one database)."""
+    ticks = 0
+    for name in os.listdir("/proc"):
+        if name.isdigit() and marker in cmdline(int(name)):
+            stat = _read_stat(int(name))
+            ticks += stat.ticks if stat else 0
+    return ticks / CLK_TCK

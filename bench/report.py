@@ -65,10 +65,9 @@ def _cost_rows(reports: Sequence[TargetReport], info: RunInfo) -> list[str]:
         if pair:
             p50_text += f" ({pair.target.p50_ms:.2f} vs {pair.direct.p50_ms:.2f})"
         start = f"{r.startup_s:.2f} s (nginx {info.upstream_startup_s:.2f} s)" if r.startup_s else "-"
-        rss = (
-            f"{r.rss_total / MIB:.0f} MiB / {r.workers} worker{'s' if r.workers > 1 else ''} "
-            f"(nginx {info.upstream_rss / MIB:.0f} MiB)"
-        )
+        workers = " + ".join(f"{b / MIB:.0f}" for b in r.rss_workers)
+        rest = f" + {r.rss_rest / MIB:.0f} supervisor" if r.rss_rest else ""
+        rss = f"{workers}{rest} = {r.rss_total / MIB:.0f} MiB (nginx {info.upstream_rss / MIB:.0f} MiB)"
         errors = budgets.errors_at_top(r)
         rows.append(
             "| " + " | ".join([
@@ -87,10 +86,12 @@ def _cost_rows(reports: Sequence[TargetReport], info: RunInfo) -> list[str]:
 
 def _load_row(name: str, d: LoadResult, t: LoadResult) -> str:
     errors = f"{t.errors.status} + {t.errors.socket}" if t.errors.total else "0"
+    db = f"{t.db_cpu_ms_per_call:.3f}" if t.db_cpu_seconds else "-"
     return (
         f"| {name} | {t.mode} | {t.concurrency} | {t.rps:.0f} | {d.rps:.0f} | {_ratio(t.rps, d.rps)} "
         f"| {t.p50_ms:.2f} | {d.p50_ms:.2f} | {t.p50_ms - d.p50_ms:+.2f} | {t.p99_ms:.2f} | {d.p99_ms:.2f} "
-        f"| {errors} | {t.cpu_ms_per_call:.3f} | {d.cpu_ms_per_call:.3f} "
+        f"| {errors} | {t.cpu_ms_per_call:.3f} | {db} "
+        f"| {d.cpu_ms_per_call:.3f} "
         f"| {max(t.other_load, d.other_load):.0%} |"
     )
 
@@ -118,13 +119,16 @@ def markdown(reports: Sequence[TargetReport], info: RunInfo) -> str:
         "",
         "CPU is user+system time of the gateway's whole process tree per call, the worst of the "
         "concurrencies measured; nginx's own CPU per call is the reference. Added latency is the "
-        "gateway's p50 minus the direct p50, measured back to back.",
+        "gateway's p50 minus the direct p50, measured back to back. On PostgreSQL the database server's "
+        "own CPU is not in the gateway's figure; the load table shows it separately (SQLite runs inside "
+        "the gateway process and is included).",
         "",
         "## Load",
         "",
         "| target | mode | c | req/s | direct req/s | ratio | p50 ms | direct p50 | added p50 | p99 ms "
-        "| direct p99 | errors (status + socket) | CPU ms/call | nginx CPU ms/call | others' load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| direct p99 | errors (status + socket) | CPU ms/call | DB server CPU ms/call | nginx CPU ms/call "
+        "| others' load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in reports:
         lines += [_load_row(r.name, p.direct, p.target) for p in r.pairs]

@@ -43,6 +43,7 @@ class Target:
     workers: int
     json: Endpoint
     stream: Endpoint
+    db_marker: str | None = None  # command-line text of the database server's processes serving it
 
     def endpoint(self, mode: Mode) -> Endpoint:
         return self.json if mode == "json" else self.stream
