@@ -191,7 +191,7 @@ def test_a_key_left_in_flight_by_a_dead_replica_is_taken_over_after_its_lease(pr
     name, k = unique_name(), key()
     body = json.dumps({"name": name}).encode()
     # What a replica that crashed mid-request leaves behind: an in-flight claim nobody renews.
-    dead = IdempotencyStore(probe_gateway.app.state.engine, 3600, lease_seconds=0.2)
+    dead = IdempotencyStore(probe_gateway.app.state.engine, 3600, lease_seconds=1.0)
 
     async def crash_mid_request() -> None:
         result = await dead.begin(str(user.id), k, fingerprint("POST", "/probe/items", body))
@@ -201,9 +201,12 @@ def test_a_key_left_in_flight_by_a_dead_replica_is_taken_over_after_its_lease(pr
     probe_gateway.server.call_soon(crash_mid_request())
     headers = {"idempotency-key": k, "content-type": "application/json"}
     assert user.client.post("/probe/items", content=body, headers=headers).status_code == 409
-    time.sleep(0.3)
-    taken_over = user.client.post("/probe/items", content=body, headers=headers)
+    deadline = time.monotonic() + 10
+    while (taken_over := user.client.post("/probe/items", content=body, headers=headers)).status_code == 409:
+        assert time.monotonic() < deadline, "the dead claim was never taken over"
+        time.sleep(0.1)
     assert taken_over.status_code == 201 and taken_over.json()["execution"] == 1
+    assert EXECUTIONS[name] == 1
     assert (
         user.client.post("/probe/items", content=body, headers=headers).headers["idempotent-replayed"]
         == "true"

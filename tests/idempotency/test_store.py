@@ -75,10 +75,10 @@ async def test_begin_or_raise_raises_the_documented_errors(engine: AsyncEngine) 
 
 
 async def test_a_running_claim_keeps_renewing_its_lease(engine: AsyncEngine) -> None:
-    store = IdempotencyStore(engine, 3600, lease_seconds=0.3)
+    store = IdempotencyStore(engine, 3600, lease_seconds=0.5)
     claim = await store.begin("s", "long-running", "f")
     assert isinstance(claim, New)
-    await asyncio.sleep(1.0)  # three leases long: without renewal another replica could take over
+    await asyncio.sleep(1.5)  # three leases long: without renewal another replica could take over
     assert isinstance(await IdempotencyStore(engine, 3600).begin("s", "long-running", "f"), InFlight)
     await store.complete(claim.claim, STREAM)
     await store.close()
