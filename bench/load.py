@@ -101,12 +101,12 @@ def run_wrk(
     me = os.getpid()
     machine_before, own_before = cpu_ticks(), _own_ticks(me)
     cpu_before = proctree.cpu_seconds(target.pid)
-    db_before = proctree.cpu_seconds_matching(target.db_marker) if target.db_marker else 0.0
+    db_before = proctree.ticks_matching(target.db_marker) if target.db_marker else {}
     started = time.perf_counter()
     out = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60, check=False)
     elapsed = time.perf_counter() - started
     cpu_after = proctree.cpu_seconds(target.pid)
-    db_after = proctree.cpu_seconds_matching(target.db_marker) if target.db_marker else 0.0
+    db_after = proctree.ticks_matching(target.db_marker) if target.db_marker else {}
     machine_after, own_after = cpu_ticks(), _own_ticks(me)
     log = work / "wrk.log"
     with log.open("a") as handle:
@@ -115,7 +115,7 @@ def run_wrk(
     if out.returncode != 0 or summary is None:
         raise BenchError(f"wrk failed ({out.returncode}): {out.stderr.strip() or out.stdout.strip()}")
     data = json.loads(summary.removeprefix("WRK_JSON "))
-    db_seconds = db_after - db_before
+    db_seconds = proctree.seconds_since(db_before, db_after)
     foreign = (machine_after.busy - machine_before.busy) - (own_after - own_before) - db_seconds * CLK_TCK
     capacity = max(1.0, elapsed * CLK_TCK * NPROC)
     return LoadResult(

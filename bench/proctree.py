@@ -84,11 +84,20 @@ def worker_rss(root: int, workers: int) -> tuple[list[int], int]:
     )
 
 
-def cpu_seconds_matching(marker: str) -> float:
-    """CPU of every process whose command line holds `marker` (e.g. PostgreSQL backends of one database)."""
-    ticks = 0
+def ticks_matching(marker: str) -> dict[int, int]:
+    """CPU ticks of each process whose command line holds `marker` (PostgreSQL backends of one database)."""
+    found = {}
     for name in os.listdir("/proc"):
         if name.isdigit() and marker in cmdline(int(name)):
             stat = _read_stat(int(name))
-            ticks += stat.ticks if stat else 0
-    return ticks / CLK_TCK
+            if stat:
+                found[stat.pid] = stat.ticks
+    return found
+
+
+def seconds_since(before: dict[int, int], after: dict[int, int]) -> float:
+    """CPU used between two `ticks_matching` samples by the processes alive at the second one.
+
+    A backend that ended in between takes its ticks with it, so this is a lower bound.
+    """
+    return sum(ticks - before.get(pid, 0) for pid, ticks in after.items()) / CLK_TCK

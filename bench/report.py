@@ -67,7 +67,8 @@ def _cost_rows(reports: Sequence[TargetReport], info: RunInfo) -> list[str]:
         start = f"{r.startup_s:.2f} s (nginx {info.upstream_startup_s:.2f} s)" if r.startup_s else "-"
         workers = " + ".join(f"{b / MIB:.0f}" for b in r.rss_workers)
         rest = f" + {r.rss_rest / MIB:.0f} supervisor" if r.rss_rest else ""
-        rss = f"{workers}{rest} = {r.rss_total / MIB:.0f} MiB (nginx {info.upstream_rss / MIB:.0f} MiB)"
+        total = f" = {r.rss_total / MIB:.0f}" if len(r.rss_workers) > 1 or r.rss_rest else ""
+        rss = f"{workers}{rest}{total} MiB (nginx {info.upstream_rss / MIB:.0f} MiB)"
         errors = budgets.errors_at_top(r)
         rows.append(
             "| " + " | ".join([
