@@ -51,7 +51,7 @@ class EventSplitter:
 def classify(raw: bytes) -> Event | None:
     """None for comments and blank keep-alives; otherwise the event, with usage when it carries it."""
     body = raw.strip()
-    if not body or all(line.startswith(b":") for line in body.splitlines()):
+    if not body or (body[:1] == b":" and all(line.startswith(b":") for line in body.splitlines())):
         return None
     if body in (b"data: [DONE]", b"data:[DONE]"):
         return Event(raw, done=True)

@@ -138,8 +138,10 @@ class TranslatedStream(UpstreamStream):
         self._closed = False
 
     async def _open(self) -> None:
+        litellm, kwargs = await self._relay._call_kwargs(
+            self._target
+        )  # litellm's import is not the provider's time
         self._deadline = asyncio.get_running_loop().time() + self._timeouts.first_byte
-        litellm, kwargs = await self._relay._call_kwargs(self._target)
         token = _OPENED.set(self._opened)
         try:
             async with asyncio.timeout_at(self._deadline):
@@ -165,8 +167,13 @@ class TranslatedStream(UpstreamStream):
                     if self._started
                     else asyncio.timeout_at(self._deadline)
                 )
-                async with timer:
-                    chunk = await anext(self._wrapper, None)
+                # Some providers' requests start here, on the first read (litellm's Gemini stream).
+                token = _OPENED.set(self._opened)
+                try:
+                    async with timer:
+                        chunk = await anext(self._wrapper, None)
+                finally:
+                    _OPENED.reset(token)
                 if chunk is None:
                     await self.aclose()
                     raise StopAsyncIteration
