@@ -76,10 +76,10 @@ def run(opts: Options) -> int:
         direct = direct_target(upstream)
         upstream_start = time_to_first_answer(upstream.child, direct.json, timeout=10)
         say(f"nginx upstream on 127.0.0.1:{port} answered after {upstream_start:.3f} s")
-        if opts.profile:
-            from bench import profile
+        if opts.profile or opts.clients:
+            from bench import clients, profile
 
-            profile.run(opts, upstream)
+            (profile.run if opts.profile else clients.run)(opts, upstream)
             return 0
         for runner in _runners(opts):
             reports += runner(opts, upstream, direct)

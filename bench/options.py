@@ -23,6 +23,7 @@ class Options:
     quick: bool
     direct_only: bool
     profile: bool
+    clients: bool
     pg_admin_dsn: str
     work: Path
     results: Path
@@ -51,6 +52,8 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument("--direct-only", action="store_true", help="measure only the upstream itself")
     parser.add_argument("--profile", action="store_true",
                         help="sample the gateway with py-spy under load instead (--seconds per mode)")
+    parser.add_argument("--clients", action="store_true",
+                        help="CPU per request of candidate upstream HTTP clients (httpx, aiohttp, raw)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a budget fails")
     parser.add_argument(
         "--pg-admin-dsn",
@@ -71,6 +74,7 @@ def parse(argv: list[str] | None = None) -> Options:
         quick=args.quick,
         direct_only=args.direct_only,
         profile=args.profile,
+        clients=args.clients,
         pg_admin_dsn=args.pg_admin_dsn,
         work=BENCH_DIR / ".work",
         results=BENCH_DIR / "results",

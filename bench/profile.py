@@ -68,7 +68,10 @@ def _parse(raw: Path) -> list[tuple[list[tuple[str, str]], int]]:
         frames = []
         for text in stack.split(";"):
             m = _FRAME.match(text)
-            frames.append((m["func"], _short(m["file"])) if m else (text, ""))
+            if m and m["file"]:  # skip py-spy's "process …" and "thread …" pseudo-frames
+                frames.append((m["func"], _short(m["file"])))
+        if not frames:
+            continue
         stacks.append((frames, int(count)))
     return stacks
 
@@ -87,9 +90,9 @@ def summarise(raw: Path, seconds: float, calls: int, top: int = 25) -> str:
             inclusive[name] += n
     ms_per_sample = 1000 / RATE
     lines = [
-        f"{total} samples at {RATE} Hz over {seconds:.0f} s = {total * ms_per_sample / 1000:.1f} s of "
-        f"busy Python threads; {calls} calls -> "
-        f"{total * ms_per_sample / max(calls, 1):.3f} ms sampled per call",
+        f"{total} samples at {RATE} Hz over {seconds:.0f} s = {total * ms_per_sample / 1000:.1f} s holding "
+        f"the GIL; {calls} calls -> {total * ms_per_sample / max(calls, 1):.3f} ms sampled per call "
+        "(includes time runnable but not scheduled on a busy machine)",
         "", "By component (self time):",
     ]
     lines += [f"  {n / total:6.1%}  {name}" for name, n in by_component.most_common(top)]
@@ -115,7 +118,9 @@ def _profile_mode(opts: Options, target: Target, mode: Mode, stamp: str) -> str:
     time.sleep(1.5)
     raw = opts.results / f"profile-{stamp}-{mode}.txt"
     spy = subprocess.run(
-        [str(PY_SPY), "record", "--pid", str(target.pid), "--subprocesses", "--duration", str(seconds),
+        # --gil: sample only the thread holding the GIL. py-spy's idle detection counts aiosqlite's
+        # worker threads, blocked in SimpleQueue.get, as busy; /proc/<pid>/task shows them at ~1 % each.
+        [str(PY_SPY), "record", "--pid", str(target.pid), "--gil", "--duration", str(seconds),
          "--rate", str(RATE), "--format", "raw", "--output", str(raw)],
         capture_output=True, text=True, check=False,
     )
@@ -133,7 +138,8 @@ def run(opts: Options, upstream: Upstream) -> None:
     db = opts.dbs[0] if opts.dbs else "sqlite"
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d-%H%M")
     opts.results.mkdir(parents=True, exist_ok=True)
-    sections = [f"# Profile of a relayed call, {stamp} (Switchboard on {db}, 1 worker, py-spy {RATE} Hz)\n"]
+    title = f"Profile of a relayed call, {stamp} (Switchboard on {db}, 1 worker, py-spy --gil {RATE} Hz)"
+    sections = [f"# {title}\n"]
     with gateway.prepared(db, opts, upstream) as ready:
         child, target = ready.start(1)
         try:
