@@ -125,13 +125,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     token = sub.add_parser("token", help="mint a JWT with the configured secret")
     token.add_argument("--sub", type=_uuid, help="user id (UUID); random when omitted")
-    token.add_argument("--role", default="User",
-                       choices=["SuperAdmin", "Admin", "Manager", "Operator", "User", "Viewer", "ApiClient"])
+    token.add_argument(
+        "--role",
+        default="User",
+        choices=["SuperAdmin", "Admin", "Manager", "Operator", "User", "Viewer", "ApiClient"],
+    )
     token.add_argument("--email")
     token.add_argument("--permission", action="append", help="repeatable; role defaults when omitted")
     token.add_argument("--acting-as", type=_uuid, help="room id: mint a delegation token for that room")
-    token.add_argument("--scope", action="append", choices=["read", "write", "manage"],
-                       help="repeatable; delegation scope (default read)")
+    token.add_argument(
+        "--scope",
+        action="append",
+        choices=["read", "write", "manage"],
+        help="repeatable; delegation scope (default read)",
+    )
     token.add_argument("--ttl", type=_ttl, default=900, help="lifetime in seconds")
     token.set_defaults(handler=_cmd_token)
 
@@ -159,8 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
     user_sub = user.add_subparsers(dest="user_command", required=True)
     create = user_sub.add_parser("create", help="create a user; the password is read from standard input")
     create.add_argument("--email", required=True)
-    create.add_argument("--role", default="User",
-                        choices=["SuperAdmin", "Admin", "Manager", "Operator", "User", "Viewer", "ApiClient"])
+    create.add_argument(
+        "--role",
+        default="User",
+        choices=["SuperAdmin", "Admin", "Manager", "Operator", "User", "Viewer", "ApiClient"],
+    )
     create.set_defaults(handler=_delegate("switchboard.auth.users_cli", "run"))
     return parser
 

@@ -121,5 +121,12 @@ def _log_line(scope: Scope, status: int, started: float, request_id: str) -> Non
         "status": status,
         "duration_ms": round((time.perf_counter() - started) * 1000, 2),
     }
-    log.info("%s %s %s %sms rid=%s", fields["method"], fields["path"], status, fields["duration_ms"],
-             request_id, extra={"fields": fields})
+    log.info(
+        "%s %s %s %sms rid=%s",
+        fields["method"],
+        fields["path"],
+        status,
+        fields["duration_ms"],
+        request_id,
+        extra={"fields": fields},
+    )
