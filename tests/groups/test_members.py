@@ -180,3 +180,24 @@ def test_outsiders_cannot_touch_members(gateway: Gateway) -> None:
     assert client.patch(f"{base}/{cast.member.id}", json={"role": "viewer"}).status_code == 404
     assert client.delete(f"{base}/{cast.member.id}").status_code == 404
     assert _members(cast.owner.client, cast.room_id)[str(cast.member.id)] == "member"
+
+
+def test_two_owners_leaving_at_once_leave_one_owner_behind(gateway: Gateway) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    for _ in range(3):
+        cast = room_cast(gateway)
+        path = f"/working-groups/{cast.room_id}/members/{cast.manager.id}"
+        assert cast.owner.client.patch(path, json={"role": "owner"}).status_code == 200
+        leavers = (cast.owner, cast.manager)
+        with ThreadPoolExecutor(2) as pool:
+            statuses = sorted(
+                pool.map(
+                    lambda u: u.client.delete(f"/working-groups/{cast.room_id}/members/{u.id}").status_code,
+                    leavers,
+                )
+            )
+        assert statuses == [204, 409]
+        remaining = [u for u in leavers if u.client.get(f"/working-groups/{cast.room_id}").status_code == 200]
+        assert len(remaining) == 1
+        assert _members(remaining[0].client, cast.room_id)[str(remaining[0].id)] == "owner"
