@@ -65,7 +65,7 @@ def test_no_credential_names_the_providers_and_scopes_searched() -> None:
 
 def test_catalog_rejects_an_alias_to_an_unknown_provider() -> None:
     bad = GatewayConfig.model_validate({"aliases": {"x": "mistral/large"}})
-    with pytest.raises(ConfigError, match="aliases.x"):
+    with pytest.raises(ConfigError, match=r"aliases\.x"):
         build_catalog(bad)
 
 
@@ -82,6 +82,8 @@ def test_invalid_yaml_names_the_line() -> None:
 
 def test_agent_selector_validation_lists_problems() -> None:
     assert CATALOG.validate_agent_selector({"kind": "tagged", "tag": "fast"}) == []
-    assert CATALOG.validate_agent_selector({"kind": "alias", "alias": "nope"}) == ["unknown model alias 'nope'"]
+    assert CATALOG.validate_agent_selector({"kind": "alias", "alias": "nope"}) == [
+        "unknown model alias 'nope'"
+    ]
     assert CATALOG.validate_agent_selector({"kind": "tagged", "tag": "zzz"})
     assert CATALOG.validate_agent_selector({"kind": "exact", "provider": "mistral", "model": "m"})

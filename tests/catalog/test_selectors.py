@@ -12,7 +12,11 @@ from switchboard.errors import BadRequest
         ("default", "default", {}),
         ("tag:fast", "tagged", {"tag": "fast"}),
         ("openai/gpt-4o-mini", "exact", {"provider": "openai", "model": "gpt-4o-mini"}),
-        ("gemini/models/gemini-2.0-flash", "exact", {"provider": "gemini", "model": "models/gemini-2.0-flash"}),
+        (
+            "gemini/models/gemini-2.0-flash",
+            "exact",
+            {"provider": "gemini", "model": "models/gemini-2.0-flash"},
+        ),
         ("agent:researcher", "agent", {"agent_id": "researcher"}),
         ("fast", "alias", {"alias": "fast"}),
         ("meta-llama/Llama-3", "alias", {"alias": "meta-llama/Llama-3"}),

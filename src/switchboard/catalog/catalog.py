@@ -45,8 +45,13 @@ class Catalog:
 
     def selector_problem(self, selector: Selector) -> str | None:
         problems = self.validate_agent_selector(
-            {"kind": selector.kind, "tag": selector.tag, "provider": selector.provider,
-             "model": selector.model, "alias": selector.alias}
+            {
+                "kind": selector.kind,
+                "tag": selector.tag,
+                "provider": selector.provider,
+                "model": selector.model,
+                "alias": selector.alias,
+            }
         )
         return problems[0] if problems else None
 
@@ -54,7 +59,9 @@ class Catalog:
 def _check_key(key: str, where: str) -> None:
     provider, sep, model = key.partition("/")
     if not sep or provider not in PROVIDERS or not model:
-        raise ConfigError(f"{where}: {key!r} is not <provider>/<model> with provider one of {', '.join(PROVIDERS)}")
+        raise ConfigError(
+            f"{where}: {key!r} is not <provider>/<model> with provider one of {', '.join(PROVIDERS)}"
+        )
 
 
 def build_catalog(config: GatewayConfig) -> Catalog:

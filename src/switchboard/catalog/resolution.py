@@ -34,7 +34,9 @@ def candidates(catalog: Catalog, selector: Selector) -> Sequence[ModelEntry]:
     else:
         found = []
     if not found:
-        raise NotFound(f"The model `{selector.text}` does not exist", param="model", openai_code="model_not_found")
+        raise NotFound(
+            f"The model `{selector.text}` does not exist", param="model", openai_code="model_not_found"
+        )
     return found
 
 

@@ -1,0 +1,114 @@
+"""Prepares a /v1 call: room and economy context, agent, selector, model and credential (SPEC §5)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.datastructures import Headers
+
+from switchboard.auth.principal import Principal
+from switchboard.catalog.catalog import Catalog
+from switchboard.catalog.resolution import resolve
+from switchboard.catalog.selectors import parse_selector
+from switchboard.config_file import ModelEntry
+from switchboard.credentials.store import CredentialRef
+from switchboard.errors import BadRequest, Forbidden
+from switchboard.metering.resolution import resolve_economy
+
+MAX_HEADER_ID = 128
+
+
+@dataclass
+class PreparedCall:
+    principal: Principal
+    request_id: str
+    endpoint: str
+    selector: str
+    model: ModelEntry
+    credential: CredentialRef
+    body: dict[str, Any]
+    stream: bool
+    room_id: uuid.UUID | None
+    economy_id: uuid.UUID
+    agent_id: str | None
+    session_id: str | None
+    idempotency_key: str | None
+    started: float
+
+
+def _room_from(principal: Principal, headers: Headers) -> uuid.UUID | None:
+    raw = headers.get("x-working-group-id")
+    if raw:
+        try:
+            return uuid.UUID(raw)
+        except ValueError:
+            raise BadRequest("X-Working-Group-Id must be a UUID", param="X-Working-Group-Id") from None
+    return principal.acting_as
+
+
+def _session_id(principal: Principal, headers: Headers) -> str | None:
+    raw = headers.get("x-session-id")
+    if raw:
+        if len(raw) > MAX_HEADER_ID:
+            raise BadRequest("X-Session-Id is too long", param="X-Session-Id")
+        return raw
+    return principal.session_id
+
+
+async def prepare_call(
+    *,
+    state: Any,
+    session: AsyncSession,
+    principal: Principal,
+    headers: Headers,
+    body: dict[str, Any],
+    endpoint: str,
+    stream: bool,
+    request_id: str,
+) -> PreparedCall:
+    started = time.perf_counter()
+    if not principal.can_write:
+        raise Forbidden("this token may not call models (Viewer role or read-only delegation)")
+    catalog: Catalog = state.catalog
+    selector = parse_selector(body.get("model"))
+    room_id = _room_from(principal, headers)
+    agent_id: str | None = None
+    agent_economy: uuid.UUID | None = None
+    if selector.kind == "agent":
+        from switchboard.agents.apply import apply_agent
+
+        applied = await apply_agent(session, principal, selector.agent_id or "", body)
+        agent_id = applied.agent_id
+        agent_economy = applied.economy_id
+        body = applied.body
+        if room_id is None:
+            room_id = applied.room_id
+        selector = parse_selector(applied.selector)
+        if selector.kind == "agent":
+            raise BadRequest("an agent's selector cannot name another agent", param="model")
+    # in_reach also checks room membership (404 for a room the caller is not in).
+    available = await state.credentials.in_reach(principal, room_id)
+    scopes = (["room"] if room_id else []) + ["user", "deployment"]
+    resolution = resolve(catalog, selector, available, scopes)
+    economy = await resolve_economy(session, principal, headers.get("x-economy-id"), agent_economy, room_id)
+    body["model"] = resolution.model.model
+    return PreparedCall(
+        principal=principal,
+        request_id=request_id,
+        endpoint=endpoint,
+        selector=selector.text if agent_id is None else f"agent:{agent_id}",
+        model=resolution.model,
+        credential=resolution.credential,
+        body=body,
+        stream=stream,
+        room_id=room_id,
+        economy_id=economy.id,
+        agent_id=agent_id,
+        session_id=_session_id(principal, headers),
+        idempotency_key=headers.get("idempotency-key"),
+        started=started,
+    )

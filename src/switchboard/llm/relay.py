@@ -1,0 +1,158 @@
+"""Relays a prepared call to its provider and meters it: JSON bodies and SSE streams."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import orjson
+from starlette.responses import Response
+
+from switchboard.errors import SwitchboardError
+from switchboard.idempotency.service import Claim
+from switchboard.llm.context import PreparedCall
+from switchboard.llm.idempotent import stored_from
+from switchboard.llm.outcomes import build_outcome, error_code_of
+from switchboard.llm.sse_response import SSEResponse
+from switchboard.metering.outcome import CallStatus
+from switchboard.upstream.types import UpstreamTarget
+
+DONE = b"data: [DONE]\n\n"
+SSE_TYPE = "text/event-stream; charset=utf-8"
+
+
+def gateway_headers(call: PreparedCall) -> dict[str, str]:
+    return {
+        "x-switchboard-model": f"{call.model.provider}/{call.model.model}",
+        "x-switchboard-credential": str(call.credential.id) if call.credential.id else "deployment",
+    }
+
+
+async def _target(state: Any, call: PreparedCall) -> UpstreamTarget:
+    secret = await state.credentials.reveal(call.credential)
+    return UpstreamTarget(
+        provider=call.model.provider,
+        model=call.model.model,
+        secret=secret,
+        base_url=call.credential.base_url,
+        allow_private=state.settings.allow_private_upstreams,
+    )
+
+
+async def _record_failure(
+    state: Any, call: PreparedCall, error: BaseException, claim: Claim | None, status: CallStatus = "error"
+) -> None:
+    with anyio.CancelScope(shield=True):
+        if claim is not None:
+            await state.idempotency.release(claim)  # a failed attempt may be retried with the same key
+        await state.call_sink.record(
+            build_outcome(call, status=status, usage=None, error_code=error_code_of(error))
+        )
+
+
+async def relay_json(state: Any, call: PreparedCall, kind: str, claim: Claim | None = None) -> Response:
+    """Non-streamed chat completion or embeddings: one JSON body, recorded before it is sent."""
+    try:
+        target = await _target(state, call)
+        if kind == "embeddings":
+            reply = await state.upstream.embeddings(target, call.body)
+        else:
+            reply = await state.upstream.chat(target, call.body)
+    except BaseException as error:
+        cancelled = isinstance(error, anyio.get_cancelled_exc_class())
+        await _record_failure(state, call, error, claim, "cancelled" if cancelled else "error")
+        raise
+    await state.call_sink.record(build_outcome(call, status="ok", usage=reply.usage))
+    state.credentials.touch(call.credential)
+    headers = {**gateway_headers(call), "content-type": "application/json"}
+    if claim is not None:
+        await state.idempotency.complete(claim, stored_from(200, headers, reply.body))
+    return Response(content=reply.body, status_code=200, headers=headers)
+
+
+def _error_event(error: BaseException) -> bytes:
+    if isinstance(error, SwitchboardError):
+        payload = {
+            "error": {
+                "message": error.message,
+                "type": error.openai_type,
+                "param": None,
+                "code": error.openai_code or error.code.lower(),
+            }
+        }
+    else:
+        payload = {
+            "error": {
+                "message": "the provider stream failed",
+                "type": "api_error",
+                "param": None,
+                "code": "upstream_error",
+            }
+        }
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+async def relay_stream(
+    state: Any, call: PreparedCall, wants_usage: bool, claim: Claim | None = None
+) -> SSEResponse:
+    """Streamed chat completion: errors before the first chunk are plain JSON errors (raised)."""
+    try:
+        target = await _target(state, call)
+        stream = state.upstream.chat_stream(target, call.body)
+        first = await anext(stream, None)
+    except BaseException as error:
+        await _record_failure(state, call, error, claim)
+        raise
+    ttft_ms = int((time.perf_counter() - call.started) * 1000)
+
+    sent: list[bytes] = []  # kept only for an Idempotency-Key, whose retry replays these bytes
+
+    async def events() -> AsyncIterator[bytes]:
+        outcome_status: CallStatus = "ok"
+        error_code: str | None = None
+        try:
+            event = first
+            while event is not None:
+                if wants_usage or not event.is_usage_only:
+                    if claim is not None:
+                        sent.append(event.data)
+                    yield event.data
+                event = await anext(stream, None)
+        except anyio.get_cancelled_exc_class():
+            outcome_status = "cancelled"
+            raise
+        except GeneratorExit:
+            outcome_status = "cancelled"
+            raise
+        except Exception as error:
+            outcome_status, error_code = "error", error_code_of(error)
+            yield _error_event(error)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
+                if claim is not None and outcome_status != "ok":
+                    await state.idempotency.release(claim)
+                await state.call_sink.record(
+                    build_outcome(
+                        call,
+                        status=outcome_status,
+                        usage=stream.usage,
+                        error_code=error_code,
+                        ttft_ms=ttft_ms,
+                    )
+                )
+        if outcome_status != "ok":
+            return
+        # The record is committed (above) before [DONE] goes out, and so is the replayable answer.
+        state.credentials.touch(call.credential)
+        if claim is not None:
+            body = b"".join(sent) + DONE
+            await state.idempotency.complete(
+                claim, stored_from(200, {**headers, "content-type": SSE_TYPE}, body)
+            )
+        yield DONE
+
+    headers = gateway_headers(call)
+    return SSEResponse(events(), headers=headers)

@@ -1,0 +1,119 @@
+"""The /v1 pipeline: auth → parse → context → resolve → credential → upstream → relay → meter."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import Request
+from starlette.datastructures import Headers
+from starlette.responses import Response
+
+from switchboard.auth.principal import Principal
+from switchboard.catalog.catalog import Catalog
+from switchboard.catalog.selectors import parse_selector
+from switchboard.errors import BadRequest, NotFound
+from switchboard.llm.context import prepare_call
+from switchboard.llm.idempotent import claim_or_replay
+from switchboard.llm.relay import relay_json, relay_stream
+from switchboard.llm.request_body import (
+    check_chat_body,
+    check_embeddings_body,
+    client_wants_usage,
+    parse_json_object,
+)
+
+
+def _request_id(request: Request) -> str:
+    return str(request.scope.get("state", {}).get("request_id") or uuid.uuid4().hex)
+
+
+async def chat_completions(request: Request, principal: Principal) -> Response:
+    raw = await request.body()
+    body = parse_json_object(raw)
+    stream = check_chat_body(body)
+    wants_usage = client_wants_usage(body)
+    state = request.app.state
+    async with state.sessionmaker() as session:
+        call = await prepare_call(
+            state=state,
+            session=session,
+            principal=principal,
+            headers=request.headers,
+            body=body,
+            endpoint="chat.completions",
+            stream=stream,
+            request_id=_request_id(request),
+        )
+    claim = await claim_or_replay(state, principal, request.headers, request.url.path, raw)
+    if isinstance(claim, Response):
+        return claim
+    if stream:
+        return await relay_stream(state, call, wants_usage, claim)  # type: ignore[return-value]
+    return await relay_json(state, call, "chat", claim)
+
+
+async def embeddings(request: Request, principal: Principal) -> Response:
+    raw = await request.body()
+    body = parse_json_object(raw)
+    check_embeddings_body(body)
+    state = request.app.state
+    async with state.sessionmaker() as session:
+        call = await prepare_call(
+            state=state,
+            session=session,
+            principal=principal,
+            headers=request.headers,
+            body=body,
+            endpoint="embeddings",
+            stream=False,
+            request_id=_request_id(request),
+        )
+    claim = await claim_or_replay(state, principal, request.headers, request.url.path, raw)
+    if isinstance(claim, Response):
+        return claim
+    return await relay_json(state, call, "embeddings", claim)
+
+
+def _model_object(model_id: str, owned_by: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": owned_by}
+
+
+async def _usable_ids(state: Any, principal: Principal, headers: Headers) -> tuple[dict[str, str], set[str]]:
+    """Every selector the caller can use right now, mapped to its owner, in catalog order."""
+    catalog: Catalog = state.catalog
+    room_raw = headers.get("x-working-group-id")
+    try:
+        room_id = uuid.UUID(room_raw) if room_raw else principal.acting_as
+    except ValueError:
+        raise BadRequest("X-Working-Group-Id must be a UUID", param="X-Working-Group-Id") from None
+    providers = set((await state.credentials.in_reach(principal, room_id)).keys())
+    usable: dict[str, str] = {}
+    for entry in catalog.models:
+        if entry.provider in providers:
+            usable[entry.key] = entry.provider
+    for alias, target in catalog.aliases.items():
+        if target.partition("/")[0] in providers:
+            usable[alias] = "switchboard"
+    if any(key.partition("/")[0] in providers for key in catalog.default):
+        usable["default"] = "switchboard"
+    for tag, entries in catalog.by_tag.items():
+        if any(entry.provider in providers for entry in entries):
+            usable[f"tag:{tag}"] = "switchboard"
+    return usable, providers
+
+
+async def list_models(state: Any, principal: Principal, headers: Headers) -> dict[str, Any]:
+    usable, _ = await _usable_ids(state, principal, headers)
+    return {"object": "list", "data": [_model_object(mid, owner) for mid, owner in usable.items()]}
+
+
+async def get_model(state: Any, principal: Principal, headers: Headers, model: str) -> dict[str, Any]:
+    usable, providers = await _usable_ids(state, principal, headers)
+    if model in usable:
+        return _model_object(model, usable[model])
+    selector = parse_selector(model)
+    # An unlisted exact model is usable when its provider is in reach (SPEC §6).
+    if selector.kind == "exact" and selector.provider in providers:
+        return _model_object(model, selector.provider or "")
+    raise NotFound(f"The model `{model}` does not exist", param="model", openai_code="model_not_found")

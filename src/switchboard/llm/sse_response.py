@@ -1,0 +1,63 @@
+"""A streaming ASGI response that notices a client going away at once, even while upstream is silent."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+
+import anyio
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+
+class SSEResponse(Response):
+    """Sends `text/event-stream` bytes; cancels the producer the moment the client disconnects.
+
+    Starlette's StreamingResponse only notices a disconnect on its next write, which can be long
+    after the client left when a provider stalls; this one listens for `http.disconnect` meanwhile.
+    """
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self, events: AsyncIterator[bytes], headers: Mapping[str, str], status_code: int = 200
+    ) -> None:
+        # Response.__init__ is skipped on purpose: there is no body to render up front.
+        self.events = events
+        self.status_code = status_code
+        self.background = None
+        self.raw_headers = [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+            *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()),
+        ]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async with anyio.create_task_group() as group:
+
+            async def watch_disconnect() -> None:
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(watch_disconnect)
+            try:
+                await send(
+                    {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+                )
+                async for chunk in self.events:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except OSError:
+                pass  # the client went away mid-write; the producer's cleanup has run
+            finally:
+                await self._close_events()
+                group.cancel_scope.cancel()
+
+    async def _close_events(self) -> None:
+        close = getattr(self.events, "aclose", None)
+        if close is not None:
+            with anyio.CancelScope(shield=True):
+                await close()
