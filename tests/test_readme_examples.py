@@ -22,11 +22,7 @@ def example(name: str) -> str:
 
 
 def test_the_curl_and_sdk_examples_run_as_written(gateway: Gateway, fake_provider: Any) -> None:
-    script = (
-        example("curl")
-        + "\nexport SB TOKEN\n"
-        + f"{sys.executable} - <<'PY'\n{example('python')}PY\n"
-    )
+    script = example("curl") + "\nexport SB TOKEN\n" + f"{sys.executable} - <<'PY'\n{example('python')}PY\n"
     env = {
         "PATH": os.environ["PATH"],
         "HOME": os.environ.get("HOME", "/tmp"),
@@ -34,12 +30,19 @@ def test_the_curl_and_sdk_examples_run_as_written(gateway: Gateway, fake_provide
         "OPENAI_API_KEY": "sk-readme-example-key",
         "OPENAI_BASE_URL": f"{fake_provider.base_url}/v1",
         "SWITCHBOARD_JWT_SECRET": TEST_JWT_SECRET,
-        "SWITCHBOARD_ENCRYPTION_KEYS": gateway.settings.encryption_keys[0].kid + ":"
+        "SWITCHBOARD_ENCRYPTION_KEYS": gateway.settings.encryption_keys[0].kid
+        + ":"
         + gateway.settings.encryption_keys[0].key.get_secret_value(),
         "SWITCHBOARD_DATA_DIR": str(gateway.settings.data_dir),
     }
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert '"object":"chat.completion"' in done.stdout.replace(" ", "")
     assert "Hello from the fake provider." in done.stdout
