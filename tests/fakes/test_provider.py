@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from typing import Any
@@ -38,11 +37,10 @@ def sdk(fake_provider: FakeProvider) -> openai.OpenAI:
 
 @pytest.fixture(scope="module")
 def litellm() -> Any:
-    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    os.environ["LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS"] = "True"
-    import litellm as module
+    """litellm with the gateway's offline knobs (no cost-map download, no .env loading)."""
+    from switchboard.upstream.litellm_loader import load_litellm
 
-    return module
+    return load_litellm()
 
 
 MESSAGES = [{"role": "user", "content": "Say hello"}]

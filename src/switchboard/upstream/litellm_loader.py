@@ -7,6 +7,7 @@ import importlib
 import logging
 import os
 import threading
+import warnings
 from types import ModuleType
 from typing import Any
 
@@ -41,6 +42,10 @@ def load_litellm() -> ModuleType:
     with _lock:
         if _module is None:
             quiet_environment()
+            # Its pydantic types warn about ReadOnly TypedDict items on first use: noise, not news.
+            warnings.filterwarnings(
+                "ignore", message=r".*is using the `ReadOnly` qualifier", category=UserWarning
+            )
             module: Any = importlib.import_module("litellm")
             module.suppress_debug_info = True  # else it prints "Give Feedback" banners to stdout on errors
             module.drop_params = False
