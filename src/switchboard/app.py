@@ -76,7 +76,8 @@ def _routers() -> list[object]:
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     engine = make_engine(settings.database_url)
-    await upgrade(engine)
+    if settings.migrate_on_start:
+        await upgrade(engine)
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     started: list[object] = []

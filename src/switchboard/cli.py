@@ -14,21 +14,19 @@ from switchboard.settings import SettingsError, load_settings
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+
     import uvicorn
 
-    settings = load_settings()
-    # Migrate once here so that N workers do not race to create the schema.
-    from switchboard.db.engine import make_engine
-    from switchboard.db.migrate import upgrade
-
-    async def migrate() -> None:
-        engine = make_engine(settings.database_url)
-        try:
-            await upgrade(engine)
-        finally:
-            await engine.dispose()
-
-    asyncio.run(migrate())
+    load_settings()  # fail fast, with a clear message, on bad settings
+    if args.workers > 1:
+        # Migrate once, in a short-lived child, so that N workers neither race to create the schema
+        # nor leave this supervisor holding the whole application in memory.
+        done = subprocess.run([sys.executable, "-m", "switchboard.cli", "db", "upgrade"], check=False)
+        if done.returncode != 0:
+            return done.returncode
+        os.environ["SWITCHBOARD_MIGRATE_ON_START"] = "false"
     uvicorn.run(
         "switchboard.app:create_app",
         factory=True,

@@ -58,6 +58,7 @@ class Settings:
     upstream_idle_timeout: float = 60.0
     idempotency_ttl_seconds: int = 24 * 3600
     usage_queue_size: int = 10_000
+    migrate_on_start: bool = True
     git_sha: str = "unknown"
     built_at: str = ""
 
@@ -210,6 +211,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         upstream_idle_timeout=number("UPSTREAM_IDLE_TIMEOUT", 60.0),
         idempotency_ttl_seconds=int(number("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)),
         usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
+        migrate_on_start=_bool(get("MIGRATE_ON_START"), default=True),
         git_sha=_git_sha(env),
         built_at=_built_at(env),
     )

@@ -28,7 +28,9 @@ def make_engine(database_url: str, **overrides: Any) -> AsyncEngine:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"] = {"timeout": 10}
     else:
-        kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=True, pool_recycle=1800)
+        # No pre-ping: it costs a round trip on every checkout of the hot path; a connection the
+        # server dropped fails once and the pool is invalidated and refilled.
+        kwargs.update(pool_size=20, max_overflow=20, pool_recycle=1800)
     kwargs.update(overrides)
     engine = create_async_engine(database_url, **kwargs)
     if database_url.startswith("sqlite"):
