@@ -166,3 +166,18 @@ def test_scrub_removes_the_exact_key_in_any_spelling_and_keeps_the_rest() -> Non
     secret = Secret("my key/with+odd=chars")
     text = "rejected my key/with+odd=chars (my%20key%2Fwith%2Bodd%3Dchars) for model claude-3-5-haiku"
     assert scrub(text, secret) == "rejected [redacted] ([redacted]) for model claude-3-5-haiku"
+
+
+@pytest.mark.parametrize("fail", ["rate_limit", "invalid_key", "server_error", "echo_key"])
+async def test_gemini_embedding_failures_map_like_completions(
+    upstream: UpstreamClient,
+    fake_provider: FakeProvider,
+    target: MakeTarget,
+    caplog: pytest.LogCaptureFixture,
+    fail: str,
+) -> None:
+    model = unique("gemini-embed")
+    fake_provider.script(model, fail=fail)
+    with pytest.raises(EXPECTED[fail]) as caught:
+        await upstream.embeddings(target("gemini", model), {"input": "a"})
+    assert_no_key(caught.value, caplog)

@@ -79,3 +79,13 @@ async def test_the_backend_dials_the_address_it_checked_not_the_name(
     await stream.write(b"GET /v1/models HTTP/1.1\r\nHost: rebind.invalid\r\nConnection: close\r\n\r\n")
     assert (await stream.read(4096)).startswith(b"HTTP/1.1 200")
     await stream.aclose()
+
+
+async def test_gemini_embeddings_through_litellm_are_guarded(
+    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+) -> None:
+    model = unique("gemini-embed")
+    base = f"http://localhost:{port_of(fake_provider)}"
+    with pytest.raises(Unprocessable):
+        await upstream.embeddings(target("gemini", model, base_url=base, allow_private=False), {"input": "a"})
+    assert fake_provider.received(model) == []

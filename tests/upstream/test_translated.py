@@ -92,7 +92,7 @@ async def test_litellm_kwargs_in_the_body_cannot_redirect_the_call(
     assert seen.api_key == KEY
 
 
-async def test_gemini_embeddings_in_openai_shape_floats_and_base64(
+async def test_gemini_embeddings_in_openai_shape_floats_and_base64_without_litellm(
     upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
 ) -> None:
     model = unique("gemini-embed")
@@ -105,7 +105,10 @@ async def test_gemini_embeddings_in_openai_shape_floats_and_base64(
     assert list(struct.unpack("<8f", base64.b64decode(first))) == pytest.approx(
         floats["data"][0]["embedding"]
     )
-    assert fake_provider.received(model)[0].path == f"/v1beta/models/{model}:batchEmbedContents"
+    [seen, _] = fake_provider.received(model)
+    assert seen.path == f"/v1beta/models/{model}:batchEmbedContents" and seen.api_key == KEY
+    assert seen.body["requests"][1] == {"model": f"models/{model}", "content": {"parts": [{"text": "b"}]}}
+    assert floats["usage"] == {"prompt_tokens": 2, "total_tokens": 2}  # estimated: Gemini reports none
 
 
 async def test_anthropic_has_no_embeddings(upstream: UpstreamClient, target: MakeTarget) -> None:

@@ -98,25 +98,3 @@ def chunk_events(chunk: Any) -> tuple[Usage | None, list[StreamEvent]]:
 def pack_base64(values: list[float]) -> str:
     """OpenAI's `encoding_format: base64`: little-endian float32s."""
     return base64.b64encode(struct.pack(f"<{len(values)}f", *values)).decode()
-
-
-def embeddings_body(result: Any, model: str, *, as_base64: bool) -> tuple[Usage, bytes]:
-    dump = result.model_dump()
-    data = []
-    for index, item in enumerate(dump.get("data") or []):
-        values = item.get("embedding") or []
-        data.append(
-            {
-                "object": "embedding",
-                "index": item.get("index", index),
-                "embedding": pack_base64(values) if as_base64 else values,
-            }
-        )
-    prompt = int((dump.get("usage") or {}).get("prompt_tokens") or 0)
-    body = {
-        "object": "list",
-        "data": data,
-        "model": dump.get("model") or model,
-        "usage": {"prompt_tokens": prompt, "total_tokens": prompt},
-    }
-    return Usage(prompt_tokens=prompt), orjson.dumps(body)

@@ -11,13 +11,12 @@ from typing import Any
 import httpx
 import orjson
 
-from switchboard.errors import BadRequest, SwitchboardError
-from switchboard.upstream import provider_errors
+from switchboard.errors import SwitchboardError
+from switchboard.upstream import exchange, provider_errors
 from switchboard.upstream.pool import ClientPool
 from switchboard.upstream.sse import Event, EventSplitter
 from switchboard.upstream.types import (
     StreamEvent,
-    Timeouts,
     UpstreamReply,
     UpstreamStream,
     UpstreamTarget,
@@ -25,8 +24,6 @@ from switchboard.upstream.types import (
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-ERROR_BODY_LIMIT = 64 * 1024
-_FAILURES = (httpx.HTTPError, OSError, TimeoutError)
 
 
 class OpenAIRelay:
@@ -34,49 +31,15 @@ class OpenAIRelay:
         self._pool = pool
 
     def _request(self, target: UpstreamTarget, path: str, body: dict[str, Any]) -> httpx.Request:
-        try:
-            content = orjson.dumps(body)
-        except orjson.JSONEncodeError:
-            raise BadRequest("the request body cannot be encoded as JSON") from None
         url = (target.base_url or DEFAULT_BASE_URL).rstrip("/") + path
-        headers = {
-            "authorization": f"Bearer {target.secret.reveal()}",
-            "content-type": "application/json",
-            "accept-encoding": "identity",  # forward bytes as they are; no decompress on the hot path
-        }
-        return self._pool.client(target.allow_private).build_request(
-            "POST", url, content=content, headers=headers
+        return exchange.build(
+            self._pool, target, url, body, {"authorization": f"Bearer {target.secret.reveal()}"}
         )
-
-    async def _send(self, target: UpstreamTarget, request: httpx.Request, deadline: float) -> httpx.Response:
-        """The response once its headers arrived; provider errors raised as the gateway's."""
-        client = self._pool.client(target.allow_private)
-        try:
-            async with asyncio.timeout_at(deadline):
-                response = await client.send(request, stream=True)
-        except _FAILURES as exc:
-            raise provider_errors.from_transport(exc) from None
-        if response.status_code >= 400:
-            try:
-                body = await _read(response, self._pool.timeouts, ERROR_BODY_LIMIT)
-            except _FAILURES:
-                body = b""
-            finally:
-                await response.aclose()
-            raise provider_errors.from_response(response.status_code, response.headers, body, target.secret)
-        return response
 
     async def _json(self, target: UpstreamTarget, path: str, body: dict[str, Any]) -> UpstreamReply:
         request = self._request(target, path, {**body, "model": target.model})
-        deadline = asyncio.get_running_loop().time() + self._pool.timeouts.first_byte
-        response = await self._send(target, request, deadline)
-        try:
-            data = await _read(response, self._pool.timeouts, None)
-        except _FAILURES as exc:
-            raise provider_errors.from_transport(exc) from None
-        finally:
-            await response.aclose()
-        return UpstreamReply(body=data, usage=_usage_of(data), status=response.status_code)
+        data = await exchange.post_json(self._pool, target, request)
+        return UpstreamReply(body=data, usage=_usage_of(data))
 
     async def chat(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         return await self._json(target, "/chat/completions", body)
@@ -122,7 +85,9 @@ class OpenAIStream(UpstreamStream):
         try:
             if self._response is None:
                 self._deadline = asyncio.get_running_loop().time() + self._timeouts.first_byte
-                self._response = await self._relay._send(self._target, self._request, self._deadline)
+                self._response = await exchange.open_response(
+                    self._relay._pool, self._target, self._request, self._deadline
+                )
                 self._chunks = self._response.aiter_bytes()
             while True:
                 while self._pending:
@@ -140,7 +105,7 @@ class OpenAIStream(UpstreamStream):
         except SwitchboardError:
             await self.aclose()
             raise
-        except _FAILURES as exc:
+        except exchange.FAILURES as exc:
             await self.aclose()
             raise provider_errors.from_transport(exc) from None
 
@@ -165,23 +130,6 @@ class OpenAIStream(UpstreamStream):
                 await self._chunks.aclose()  # type: ignore[attr-defined]
         if self._response is not None:
             await self._response.aclose()  # mid-body this drops the connection: the provider stops
-
-
-async def _read(response: httpx.Response, timeouts: Timeouts, limit: int | None) -> bytes:
-    """The body, each read bounded by the idle timeout (and the size by `limit`, for error bodies)."""
-    parts: list[bytes] = []
-    size = 0
-    chunks = response.aiter_bytes()
-    while True:
-        async with asyncio.timeout(timeouts.idle):
-            chunk = await anext(chunks, None)
-        if chunk is None:
-            break
-        parts.append(chunk)
-        size += len(chunk)
-        if limit is not None and size >= limit:
-            break
-    return b"".join(parts)
 
 
 def _usage_of(data: bytes) -> Usage | None:

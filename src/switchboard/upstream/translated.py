@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 
 from switchboard.errors import BadRequest, SwitchboardError
-from switchboard.upstream import provider_errors
+from switchboard.upstream import gemini_embeddings, provider_errors
 from switchboard.upstream.litellm_loader import litellm_module
-from switchboard.upstream.openai_format import chunk_events, completion_body, embeddings_body
+from switchboard.upstream.openai_format import chunk_events, completion_body
 from switchboard.upstream.pool import ClientPool
 from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget, Usage
 
@@ -104,15 +104,7 @@ class TranslatedRelay:
     async def embeddings(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         if target.provider != "gemini":
             raise BadRequest(f"{target.provider} models do not offer embeddings", param="model")
-        litellm, kwargs = await self._call_kwargs(target)
-        extra = {"dimensions": body["dimensions"]} if "dimensions" in body else {}
-        try:
-            async with asyncio.timeout(self._pool.timeouts.first_byte):
-                result = await litellm.aembedding(**kwargs, input=body.get("input"), **extra)
-        except Exception as exc:
-            raise _mapped(exc, target) from None
-        usage, data = embeddings_body(result, target.model, as_base64=body.get("encoding_format") == "base64")
-        return UpstreamReply(body=data, usage=usage)
+        return await gemini_embeddings.embed(self._pool, target, body)
 
     def chat_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream:
         options = body.get("stream_options")
