@@ -277,6 +277,8 @@ class FakeProvider:
                 raise _ClientGone
             await send({"type": "http.response.body", "body": event, "more_body": True})
             record.sent.append(event)
+        if script.stall_after is not None and await watcher.sleep(STALL_SECONDS):
+            raise _ClientGone  # told to stall after more events than there were: hold the body open
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 

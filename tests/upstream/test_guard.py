@@ -31,13 +31,14 @@ async def test_a_host_resolving_to_loopback_is_refused_when_private_upstreams_ar
     assert fake_provider.received(model) == []
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 async def test_streams_are_guarded_too(
-    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget, provider: str
 ) -> None:
-    model = unique("gpt")
-    base = f"http://localhost:{port_of(fake_provider)}/v1"
+    model = unique(provider)
+    base = f"http://localhost:{port_of(fake_provider)}" + ("/v1" if provider == "openai" else "")
     with pytest.raises(Unprocessable):
-        await anext(upstream.chat_stream(target("openai", model, base_url=base, allow_private=False), BODY))
+        await anext(upstream.chat_stream(target(provider, model, base_url=base, allow_private=False), BODY))
     assert fake_provider.received(model) == []
 
 

@@ -107,3 +107,14 @@ async def test_a_slow_but_steady_stream_is_not_cut(
     fake_provider.script(model, chunk_delay=FAST.idle / 2, reply="a b c d e f g h")  # longer than first_byte
     events = [event async for event in fast.chat_stream(target("openai", model), BODY)]
     assert len(events) == 11  # role, 8 pieces, finish, usage
+
+
+async def test_a_server_holding_the_body_open_after_done_still_completes_the_stream(
+    fast: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+) -> None:
+    model = unique("gpt")
+    fake_provider.script(model, stall_after=1000)  # every event, [DONE] included, then silence
+    started = time.monotonic()
+    events = [event async for event in fast.chat_stream(target("openai", model), BODY)]
+    assert len(events) == 8 and events[-1].is_usage_only
+    assert time.monotonic() - started < FAST.idle + 0.5

@@ -24,6 +24,7 @@ from switchboard.upstream.types import (
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DRAIN_SECONDS = 1.0
 
 
 class OpenAIRelay:
@@ -76,6 +77,7 @@ class OpenAIStream(UpstreamStream):
         self._pending: deque[Event] = deque()
         self._deadline = 0.0
         self._started = False  # an event went out: from now on the idle timeout applies
+        self._done = False  # `data: [DONE]` seen
         self._eof = False
         self._closed = False
 
@@ -93,7 +95,8 @@ class OpenAIStream(UpstreamStream):
                 while self._pending:
                     event = self._pending.popleft()
                     if event.done:
-                        continue  # the caller sends its own [DONE]
+                        self._done = True  # the caller sends its own [DONE]
+                        continue
                     if event.usage is not None:
                         self.usage = event.usage
                     self._started = True
@@ -111,9 +114,20 @@ class OpenAIStream(UpstreamStream):
 
     async def _read_more(self) -> None:
         assert self._chunks is not None
-        timer = asyncio.timeout(self._timeouts.idle) if self._started else asyncio.timeout_at(self._deadline)
-        async with timer:
-            chunk = await anext(self._chunks, None)
+        if self._done:
+            # Read on to the end of the body so the connection goes back to the pool, but a server
+            # that keeps it open after [DONE] has still answered in full.
+            try:
+                async with asyncio.timeout(min(self._timeouts.idle, DRAIN_SECONDS)):
+                    chunk = await anext(self._chunks, None)
+            except TimeoutError:
+                chunk = None
+        else:
+            timer = (
+                asyncio.timeout(self._timeouts.idle) if self._started else asyncio.timeout_at(self._deadline)
+            )
+            async with timer:
+                chunk = await anext(self._chunks, None)
         if chunk is None:
             self._eof = True
             self._pending.extend(self._splitter.flush())
