@@ -91,6 +91,7 @@ def test_from_and_to_take_timestamps_or_dates_and_a_to_date_includes_its_day(
     assert len(wider) == 4
     assert all_records(admin.client, economy["id"], **{"from": "2025-03-03T15:00:00Z"})[0][
         "completion_tokens"] == 7
+    assert len(all_records(admin.client, economy["id"], **{"to": "9999-12-31"})) == 9
 
 
 @pytest.mark.parametrize("group_by", ["day", "model", "user", "agent", "room"])
@@ -143,6 +144,7 @@ def test_summary_with_from_and_to_counts_only_that_window(
         ("/usage", {"from": "yesterday"}),
         ("/usage", {"from": "2025-13-01"}),
         ("/usage", {"to": "2025-03-01T10:00:00"}),  # no offset
+        ("/usage", {"from": "0001-01-01T00:00:00+01:00"}),  # before year 1 in UTC
         ("/usage", {"from": "2025-03-02", "to": "2025-03-01"}),
         ("/usage", {"limit": 0}),
         ("/usage", {"limit": 501}),

@@ -18,16 +18,18 @@ def parse_instant(text: str | None, name: str, *, end: bool = False) -> datetime
         if _DATE.match(text):
             day = date.fromisoformat(text)
             start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+            if not end:
+                return start
             # `to=2025-01-31` means through the end of that day.
-            return start + timedelta(days=1) if end else start
+            return start + timedelta(days=1) if day < date.max else datetime.max.replace(tzinfo=UTC)
         value = datetime.fromisoformat(text)
+        if value.tzinfo is None:
+            raise ValidationFailed(f"{name} needs a UTC offset (e.g. Z or +02:00)", param=name)
+        return value.astimezone(UTC)
     except (ValueError, OverflowError):
         raise ValidationFailed(
             f"{name} must be an RFC 3339 timestamp with offset or a date (YYYY-MM-DD)", param=name
         ) from None
-    if value.tzinfo is None:
-        raise ValidationFailed(f"{name} needs a UTC offset (e.g. Z or +02:00)", param=name)
-    return value.astimezone(UTC)
 
 
 def parse_range(from_text: str | None, to_text: str | None) -> tuple[datetime | None, datetime | None]:
