@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 
 from switchboard.auth.principal import Principal
@@ -9,6 +10,9 @@ from switchboard.auth.tokens import TokenCodec
 from switchboard.errors import Unauthorized
 
 API_KEY_PREFIX = "svc_api_"
+# Verified JWTs are remembered until they expire, so a client's next call skips the HMAC and claim
+# checks; revocations (delegation, exchanged API keys) are still checked on every call below.
+VERIFIED_CACHE_SIZE = 10_000
 
 ApiKeyResolver = Callable[[str], Awaitable[Principal]]
 RevocationCheck = Callable[[Principal], Awaitable[None]]
@@ -22,6 +26,7 @@ class Authenticator:
         # Raises Unauthorized for a revoked delegation token, or a JWT exchanged for a revoked API
         # key; set by the embedded-auth domain.
         self.revocation_check: RevocationCheck | None = None
+        self._verified: dict[str, tuple[float, Principal]] = {}
 
     @staticmethod
     def bearer(authorization: str | None) -> str:
@@ -39,7 +44,19 @@ class Authenticator:
             if self.api_key_resolver is None:
                 raise Unauthorized("invalid token")
             return await self.api_key_resolver(token)
-        principal = self.codec.principal(token)
+        principal = self._verified_principal(token)
         if (principal.is_delegated or principal.api_key_id is not None) and self.revocation_check is not None:
             await self.revocation_check(principal)
+        return principal
+
+    def _verified_principal(self, token: str) -> Principal:
+        cached = self._verified.get(token)
+        if cached is not None and cached[0] > time.time():
+            return cached[1]
+        principal = self.codec.principal(token)
+        expires = dict(principal.claims).get("exp")
+        if isinstance(expires, int | float):
+            if len(self._verified) >= VERIFIED_CACHE_SIZE:
+                self._verified.clear()  # crude but bounded; a miss only costs one verification
+            self._verified[token] = (float(expires), principal)
         return principal
