@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from switchboard.config_file import ConfigError, load_config, locate
+from switchboard.metering.economies import check_config_economies
 from tests.conftest import GatewayFactory
 from tests.metering.conftest import TEAM_MARKUP_BPS, EconomyFactory, add_participant, metering_config
-from tests.support.gateway import Gateway, User
+from tests.support.gateway import Gateway, User, write_config
 
 
 def uuid5_of(slug: str) -> str:
@@ -257,3 +260,24 @@ def test_bad_participant_input_is_400(
 def test_removing_with_a_non_uuid_participant_id_is_400(admin: User, make_economy: EconomyFactory) -> None:
     economy = make_economy()
     assert admin.client.delete(f"/economies/{economy['id']}/participants/nope").status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("economy", "problem"),
+    [
+        ({"slug": "team", "name": "Again"}, "economies.2.slug: economy 'team' is declared twice"),
+        ({"slug": "cheap", "name": "Cheap", "budget": "12.5"}, "economies.2.budget"),
+        ({"slug": "cheap", "name": "Cheap", "price_overrides": {"gpt-4o": {"input_per_mtok": "1"}}},
+         "economies.2.price_overrides"),
+    ],
+)
+def test_a_bad_config_economy_is_refused_naming_its_line(
+    tmp_path: Path, fake_provider: Any, economy: dict[str, Any], problem: str
+) -> None:
+    config = metering_config(fake_provider.base_url)
+    config["economies"].append(economy)
+    path = write_config(tmp_path, config)
+    with pytest.raises(ConfigError) as refused:
+        check_config_economies(load_config(path))
+    assert problem in str(refused.value)
+    assert f"{path}:" in locate(path, str(refused.value))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -13,12 +14,15 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from switchboard.config_file import EconomyEntry, GatewayConfig, PriceOverride
+from switchboard.config_file import PROVIDERS, ConfigError, EconomyEntry, GatewayConfig, PriceOverride
 from switchboard.errors import Conflict, NotFound
 from switchboard.kit.clock import utcnow
 from switchboard.metering.models import EconomyRow
 
 DEFAULT_SLUG = "default"
+# Nano-units: no sign, no leading zeros, at most 31 digits.
+AMOUNT_PATTERN = r"^(0|[1-9][0-9]{0,30})$"
+_AMOUNT = re.compile(AMOUNT_PATTERN)
 MANAGED_BY_CONFIG = "config"
 MANAGED_BY_API = "api"
 
@@ -90,6 +94,24 @@ def _entry_values(entry: EconomyEntry) -> dict[str, Any]:
         "budget": entry.budget,
         "managed_by": MANAGED_BY_CONFIG,
     }
+
+
+def check_config_economies(config: GatewayConfig) -> None:
+    """What the config's typed shape cannot say: unique slugs, amount strings, override keys."""
+    seen: set[str] = set()
+    for index, entry in enumerate(config.economies):
+        where = f"economies.{index}"
+        if entry.slug in seen:
+            raise ConfigError(f"{where}.slug: economy {entry.slug!r} is declared twice")
+        seen.add(entry.slug)
+        if as_uuid(entry.slug) is not None:
+            raise ConfigError(f"{where}.slug: a slug must not look like a UUID")
+        if entry.budget is not None and not _AMOUNT.match(entry.budget):
+            raise ConfigError(f"{where}.budget: an integer string of nano-units, such as \"5000000000\"")
+        for key in entry.price_overrides:
+            provider, sep, model = key.partition("/")
+            if not sep or provider not in PROVIDERS or not model:
+                raise ConfigError(f"{where}.price_overrides: {key!r} is not <provider>/<model>")
 
 
 def config_entries(config: GatewayConfig) -> list[EconomyEntry]:

@@ -6,7 +6,8 @@ import logging
 
 from fastapi import FastAPI
 
-from switchboard.metering.economies import sync_config_economies
+from switchboard.config_file import ConfigError, locate
+from switchboard.metering.economies import check_config_economies, sync_config_economies
 from switchboard.metering.resolution import register_default
 from switchboard.metering.writer import UsageWriter
 from switchboard.settings import Settings
@@ -16,6 +17,10 @@ log = logging.getLogger("switchboard.metering")
 
 async def startup(app: FastAPI) -> None:
     settings: Settings = app.state.settings
+    try:
+        check_config_economies(settings.config)
+    except ConfigError as exc:
+        raise ConfigError(locate(settings.config_path, str(exc))) from None
     async with app.state.sessionmaker() as session, session.begin():
         default = await sync_config_economies(session, settings.config)
     register_default(app.state.engine.sync_engine, default)

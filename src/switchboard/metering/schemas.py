@@ -18,10 +18,10 @@ from pydantic import (
 )
 
 from switchboard.config_file import PROVIDERS
-from switchboard.metering.economies import as_uuid
+from switchboard.metering.economies import AMOUNT_PATTERN, as_uuid
 
 # Nano-units, no sign, no leading zeros; a JSON number is refused (strict), never rounded.
-Amount = Annotated[str, StringConstraints(strict=True, pattern=r"^(0|[1-9][0-9]{0,30})$")]
+Amount = Annotated[str, StringConstraints(strict=True, pattern=AMOUNT_PATTERN)]
 Slug = Annotated[
     str, StringConstraints(strict=True, min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_-]*$")
 ]
