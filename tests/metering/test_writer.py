@@ -142,9 +142,9 @@ def test_a_clean_shutdown_writes_every_queued_record(make_gateway: GatewayFactor
     gateway.server.server.should_exit = True  # begin a clean shutdown while records wait
     writer: UsageWriter = app.state.call_sink
     deadline = time.monotonic() + 10
-    while not writer._closing and time.monotonic() < deadline:
+    while not writer.closing and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert writer._closing and writer.records < 1000
+    assert writer.closing and writer.records < 1000
     gateway.server.call_soon(release())
     gateway.stop()
 

@@ -68,6 +68,11 @@ class UsageWriter:
         self.batches = 0  # committed transactions, for tests and the benchmark
         self.records = 0
 
+    @property
+    def closing(self) -> bool:
+        """True once shutdown began: no new records are taken, queued ones are still written."""
+        return self._closing
+
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="usage-writer")
 
