@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 
-import anyio
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -14,6 +15,7 @@ class SSEResponse(Response):
 
     Starlette's StreamingResponse only notices a disconnect on its next write, which can be long
     after the client left when a provider stalls; this one listens for `http.disconnect` meanwhile.
+    Plain asyncio rather than an anyio task group: it runs once per streamed call.
     """
 
     media_type = "text/event-stream"
@@ -33,31 +35,37 @@ class SSEResponse(Response):
         ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with anyio.create_task_group() as group:
+        streaming = asyncio.current_task()
+        assert streaming is not None
+        client_gone = False
 
-            async def watch_disconnect() -> None:
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        group.cancel_scope.cancel()
-                        return
+        async def watch_disconnect() -> None:
+            nonlocal client_gone
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            client_gone = True
+            streaming.cancel()
 
-            group.start_soon(watch_disconnect)
-            try:
-                await send(
-                    {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
-                )
-                async for chunk in self.events:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-            except OSError:
-                pass  # the client went away mid-write; the producer's cleanup has run
-            finally:
-                await self._close_events()
-                group.cancel_scope.cancel()
+        watcher = asyncio.create_task(watch_disconnect())
+        try:
+            await send(
+                {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+            )
+            async for chunk in self.events:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            if not client_gone:
+                raise
+            streaming.uncancel()  # our own cancellation: the client left, nothing more to send
+        except OSError:
+            pass  # the client went away mid-write; the producer's cleanup has run
+        finally:
+            watcher.cancel()
+            await self._close_events()
 
     async def _close_events(self) -> None:
         close = getattr(self.events, "aclose", None)
         if close is not None:
-            with anyio.CancelScope(shield=True):
-                await close()
+            with contextlib.suppress(RuntimeError):
+                await asyncio.shield(close())
