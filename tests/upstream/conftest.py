@@ -34,6 +34,14 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def pooled(client: UpstreamClient, allow_private: bool = True) -> tuple[list[object], int]:
+    """The OpenAI-format session's idle pooled connections, and how many are in use (aiohttp's internals)."""
+    connector = client.sessions.session(allow_private).connector
+    assert connector is not None
+    idle: list[object] = [protocol for queue in connector._conns.values() for protocol, _ in queue]
+    return idle, len(connector._acquired)
+
+
 @pytest.fixture
 async def upstream() -> AsyncIterator[UpstreamClient]:
     client = UpstreamClient(TIMEOUTS)

@@ -9,7 +9,7 @@ import pytest
 
 from switchboard.upstream.client import UpstreamClient
 from tests.fakes.provider import FakeProvider
-from tests.upstream.conftest import MESSAGES, MakeTarget, unique
+from tests.upstream.conftest import MESSAGES, MakeTarget, pooled, unique
 
 PROVIDERS = ["openai", "anthropic", "gemini"]
 BODY = {"messages": MESSAGES, "max_tokens": 5}
@@ -79,5 +79,16 @@ async def test_a_finished_stream_returns_its_connection_to_the_pool(
     model = unique("gpt")
     async for _ in upstream.chat_stream(target("openai", model), BODY):
         pass
-    pool = upstream.pool.transport(True)._pool
-    assert [connection.is_idle() for connection in pool.connections] == [True]
+    idle, busy = pooled(upstream)
+    assert len(idle) == 1 and busy == 0
+
+
+async def test_a_stream_closed_mid_body_is_not_pooled(
+    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+) -> None:
+    model = unique("gpt")
+    fake_provider.script(model, endless=True)
+    stream = upstream.chat_stream(target("openai", model), BODY)
+    await anext(stream)
+    await stream.aclose()
+    assert pooled(upstream) == ([], 0)

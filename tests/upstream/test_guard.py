@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from switchboard.errors import Unprocessable
-from switchboard.upstream import guard
+from switchboard.upstream import guard, resolver
 from switchboard.upstream.client import UpstreamClient
 from switchboard.upstream.guard import ForbiddenAddress, GuardedBackend
+from switchboard.upstream.resolver import ForbiddenHost, GuardedResolver, guarded_socket
 from tests.fakes.provider import FakeProvider
 from tests.upstream.conftest import MESSAGES, MakeTarget, unique
 
@@ -90,3 +94,104 @@ async def test_gemini_embeddings_through_litellm_are_guarded(
     with pytest.raises(Unprocessable):
         await upstream.embeddings(target("gemini", model, base_url=base, allow_private=False), {"input": "a"})
     assert fake_provider.received(model) == []
+
+
+# --- the OpenAI-format session (aiohttp): a checking resolver and a checking socket factory ----------
+
+
+class Answers(AbstractResolver):
+    """A resolver answering every name with fixed addresses."""
+
+    def __init__(self, *addresses: str) -> None:
+        self.addresses = addresses
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        return [
+            {
+                "hostname": host,
+                "host": address,
+                "port": port,
+                "family": socket.AF_INET6 if ":" in address else socket.AF_INET,
+                "proto": 0,
+                "flags": 0,
+            }
+            for address in self.addresses
+        ]
+
+    async def close(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "2130706433",  # decimal
+        "0x7f000001",  # hex
+        "127.1",  # short form
+        "[::1]",
+        "[::ffff:127.0.0.1]",  # IPv4-mapped
+        "[::ffff:7f00:1]",  # IPv4-mapped, hex spelling
+    ],
+)
+async def test_every_spelling_of_a_loopback_literal_is_refused_on_the_openai_session(
+    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget, host: str
+) -> None:
+    model = unique("gpt")
+    base = f"http://{host}:{port_of(fake_provider)}/v1"
+    with pytest.raises(Unprocessable) as caught:
+        await upstream.chat(target("openai", model, base_url=base, allow_private=False), BODY)
+    assert caught.value.param == "base_url"
+    assert fake_provider.received(model) == []
+
+
+async def test_a_name_resolving_to_loopback_is_refused_on_the_openai_session(
+    monkeypatch: pytest.MonkeyPatch, upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+) -> None:
+    monkeypatch.setattr(resolver, "DefaultResolver", lambda: Answers("127.0.0.1"))
+    model = unique("gpt")
+    base = f"http://provider.example:{port_of(fake_provider)}/v1"
+    stream = upstream.chat_stream(target("openai", model, base_url=base, allow_private=False), BODY)
+    with pytest.raises(Unprocessable) as caught:
+        await anext(stream)
+    assert "loopback" in caught.value.message
+    assert fake_provider.received(model) == []
+
+
+async def test_the_resolver_refuses_any_forbidden_answer_among_several() -> None:
+    with pytest.raises(ForbiddenHost) as caught:
+        await GuardedResolver(Answers("93.184.215.14", "10.0.0.7")).resolve("provider.example", 443)
+    assert caught.value.reason == "private address"
+
+
+async def test_the_resolver_returns_the_public_answers_it_checked() -> None:
+    answers = await GuardedResolver(
+        Answers("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c")
+    ).resolve("provider.example", 443)
+    assert [answer["host"] for answer in answers] == [
+        "93.184.215.14",
+        "2606:2800:21f:cb07:6820:80da:af6b:8b2c",
+    ]
+    assert {answer["hostname"] for answer in answers} == {"provider.example"}  # SNI and Host keep the name
+
+
+def test_the_socket_factory_refuses_a_forbidden_address() -> None:
+    with pytest.raises(ForbiddenHost) as caught:
+        guarded_socket((socket.AF_INET6, socket.SOCK_STREAM, 0, "", ("::ffff:169.254.169.254", 80, 0, 0)))
+    assert caught.value.reason.startswith("link-local")
+
+
+async def test_the_session_dials_the_address_the_resolver_checked_and_keeps_the_name(
+    monkeypatch: pytest.MonkeyPatch, upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+) -> None:
+    """`rebind.invalid` does not resolve for the operating system, so reaching the provider proves the
+    socket went to the address the resolver checked (here allowed by a permissive rule)."""
+    monkeypatch.setattr(resolver, "DefaultResolver", lambda: Answers("127.0.0.1"))
+    monkeypatch.setattr(resolver, "forbidden_reason", lambda address: None)
+    model = unique("gpt")
+    port = port_of(fake_provider)
+    base = f"http://rebind.invalid:{port}/v1"
+    await upstream.chat(target("openai", model, base_url=base, allow_private=False), BODY)
+    [seen] = fake_provider.received(model)
+    assert seen.headers["host"] == f"rebind.invalid:{port}"

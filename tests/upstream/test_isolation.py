@@ -124,9 +124,10 @@ async def test_lifecycle_attaches_one_client_and_closes_it() -> None:
         7,
         4,
     )
-    http = client.pool.client(False)
+    session = client.sessions.session(False)  # built at startup: the OpenAI-format session
+    http = client.pool.client(False)  # built on first use: litellm's httpx pool
     await lifecycle.shutdown(app)
-    assert http.is_closed
+    assert session.closed and http.is_closed
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])

@@ -7,7 +7,7 @@ import orjson
 from switchboard.upstream.client import UpstreamClient
 from switchboard.upstream.types import Usage
 from tests.fakes.provider import FakeProvider
-from tests.upstream.conftest import KEY, MESSAGES, TOOLS, MakeTarget, unique
+from tests.upstream.conftest import KEY, MESSAGES, TOOLS, MakeTarget, pooled, unique
 
 
 async def test_non_stream_reply_is_the_provider_body_byte_for_byte_with_usage(
@@ -110,9 +110,12 @@ async def test_connections_are_reused_across_calls(
     upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
 ) -> None:
     model = unique("gpt")
+    seen = []
     for _ in range(3):
         await upstream.chat(target("openai", model), {"messages": MESSAGES})
         async for _event in upstream.chat_stream(target("openai", model), {"messages": MESSAGES}):
             pass
-    pool = upstream.pool.transport(True)._pool
-    assert len(pool.connections) == 1
+        seen.append(pooled(upstream))
+    [(idle, busy)] = seen[:1]
+    assert len(idle) == 1 and busy == 0
+    assert all(other == (idle, 0) for other in seen)  # the very same connection every time

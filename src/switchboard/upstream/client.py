@@ -8,6 +8,7 @@ from switchboard.errors import BadRequest
 from switchboard.settings import Settings
 from switchboard.upstream.openai_relay import OpenAIRelay
 from switchboard.upstream.pool import ClientPool
+from switchboard.upstream.sessions import SessionPool
 from switchboard.upstream.types import Timeouts, UpstreamReply, UpstreamStream, UpstreamTarget
 
 
@@ -20,12 +21,14 @@ class Relay(Protocol):
 
 
 class UpstreamClient:
-    """`openai` goes through the byte relay; `anthropic` and `gemini` through litellm, which is
-    imported on the first such call and never for OpenAI-format traffic."""
+    """`openai` goes through the byte relay on an aiohttp session; `anthropic` and `gemini` through
+    litellm on an httpx pool (litellm takes only an httpx client). litellm and the httpx pool are
+    built on the first such call, never for OpenAI-format traffic."""
 
     def __init__(self, timeouts: Timeouts) -> None:
+        self.sessions = SessionPool(timeouts)
         self.pool = ClientPool(timeouts)
-        self._openai = OpenAIRelay(self.pool)
+        self._openai = OpenAIRelay(self.sessions)
         self._translated: Relay | None = None
 
     @classmethod
@@ -37,7 +40,8 @@ class UpstreamClient:
                 idle=settings.upstream_idle_timeout,
             )
         )
-        client.pool.client(settings.allow_private_upstreams)  # the pool every call of this deployment uses
+        # The session every OpenAI-format call of this deployment uses (built inside the running loop).
+        client.sessions.session(settings.allow_private_upstreams)
         return client
 
     def _relay(self, target: UpstreamTarget) -> Relay:
@@ -63,4 +67,5 @@ class UpstreamClient:
         return await self._relay(target).embeddings(target, body)
 
     async def aclose(self) -> None:
+        await self.sessions.aclose()
         await self.pool.aclose()

@@ -6,9 +6,10 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
+import aiohttp
 import httpx
 import orjson
 
@@ -24,8 +25,10 @@ from switchboard.errors import (
 )
 from switchboard.kit.secret import Secret
 from switchboard.upstream.guard import forbidden_cause
+from switchboard.upstream.resolver import ForbiddenHost
 
 MAX_MESSAGE = 1000
+_E = TypeVar("_E", bound=BaseException)
 _DECODER = json.JSONDecoder()
 REDACTED = "[redacted]"
 # Shapes of keys and credentials that may appear in a provider's text, whoever's they are.
@@ -107,9 +110,13 @@ def from_response(
     return UpstreamBadRequest(message or "the provider refused the request")
 
 
+def unusable_base_url() -> Unprocessable:
+    return Unprocessable("the credential's base_url is not a URL the gateway can call", param="base_url")
+
+
 def from_transport(error: BaseException) -> SwitchboardError:
-    """A failure below HTTP: refused address, timeout, reset."""
-    forbidden = forbidden_cause(error)
+    """A failure below HTTP (httpx's or aiohttp's): refused address, timeout, reset."""
+    forbidden = forbidden_cause(error) or _cause(error, ForbiddenHost)
     if forbidden is not None:
         return Unprocessable(
             f"the credential's base_url resolves to a forbidden address ({forbidden.reason})",
@@ -117,7 +124,11 @@ def from_transport(error: BaseException) -> SwitchboardError:
         )
     if isinstance(error, httpx.TimeoutException | TimeoutError) or _caused_by(error, httpx.TimeoutException):
         return UpstreamTimeout()
-    if isinstance(error, httpx.ConnectError) or _caused_by(error, httpx.ConnectError):
+    if isinstance(error, aiohttp.InvalidURL):  # aiohttp refuses e.g. a non-canonical IPv4 such as 2130706433
+        return unusable_base_url()
+    if isinstance(error, httpx.ConnectError | aiohttp.ClientConnectorError) or _caused_by(
+        error, httpx.ConnectError
+    ):
         return UpstreamFailed("could not connect to the provider")
     return UpstreamFailed("the provider connection failed")
 
@@ -175,6 +186,18 @@ def _litellm_headers(error: Exception) -> dict[str, str]:
         if isinstance(extra, Mapping | httpx.Headers):
             headers.update({str(k): str(v) for k, v in extra.items()})
     return headers
+
+
+def _cause(error: BaseException, kind: type[_E]) -> _E | None:
+    """`error` itself or the first exception of `kind` in its chain."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _caused_by(error: BaseException, kind: type[BaseException]) -> bool:
