@@ -48,6 +48,8 @@ async def open_response(
 async def read_body(response: aiohttp.ClientResponse, idle: float, limit: int | None) -> bytes:
     """The body, each read bounded by the idle timeout (and the size by `limit`, for error bodies)."""
     content = response.content
+    if limit is None and content.is_eof():
+        return content.read_nowait()  # the whole body came with the headers: no timer, no wait
     loop = asyncio.get_running_loop()
     parts: list[bytes] = []
     size = 0
@@ -55,7 +57,7 @@ async def read_body(response: aiohttp.ClientResponse, idle: float, limit: int | 
         while chunk := await content.readany():
             parts.append(chunk)
             size += len(chunk)
-            if limit is not None and size >= limit:
+            if content.at_eof() or (limit is not None and size >= limit):
                 break
             timer.reschedule(loop.time() + idle)
     return b"".join(parts)
