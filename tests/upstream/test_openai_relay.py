@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-import orjson
+import asyncio
+import contextlib
+import gzip
+from collections.abc import AsyncIterator
 
+import orjson
+import pytest
+
+from switchboard.errors import UpstreamFailed
 from switchboard.upstream.client import UpstreamClient
 from switchboard.upstream.types import Usage
 from tests.fakes.provider import FakeProvider
@@ -119,3 +126,73 @@ async def test_connections_are_reused_across_calls(
     [(idle, busy)] = seen[:1]
     assert len(idle) == 1 and busy == 0
     assert all(other == (idle, 0) for other in seen)  # the very same connection every time
+
+
+class RawProvider:
+    """A bare HTTP/1.1 server answering every request with one fixed, hand-written response."""
+
+    def __init__(self, head: bytes, body: bytes) -> None:
+        self.response = head + f"content-length: {len(body)}\r\n\r\n".encode() + body
+        self.requests: list[bytes] = []
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
+                await reader.readexactly(length)
+                self.requests.append(head)
+                writer.write(self.response)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[str]:
+        server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            yield f"http://localhost:{port}/v1"  # a name: aiohttp keeps no cookies for IP hosts anyway
+
+
+async def test_a_compressed_answer_is_relayed_decompressed_though_identity_was_asked(
+    upstream: UpstreamClient, target: MakeTarget
+) -> None:
+    answer = orjson.dumps({"id": "x", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}})
+    raw = RawProvider(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n",
+        gzip.compress(answer),
+    )
+    async with raw.running() as base:
+        reply = await upstream.chat(target("openai", "m", base_url=base), {"messages": MESSAGES})
+    assert reply.body == answer  # the gateway sends its own headers, so never still-encoded bytes
+    assert reply.usage == Usage(prompt_tokens=3, completion_tokens=2)
+    assert b"accept-encoding: identity" in raw.requests[0].lower()
+
+
+async def test_a_provider_cookie_is_never_sent_back(upstream: UpstreamClient, target: MakeTarget) -> None:
+    raw = RawProvider(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nset-cookie: session=abc; Path=/\r\n", b"{}"
+    )
+    async with raw.running() as base:
+        for _ in range(2):
+            await upstream.chat(target("openai", "m", base_url=base), {"messages": MESSAGES})
+    assert len(raw.requests) == 2 and all(b"cookie" not in head.lower() for head in raw.requests)
+
+
+async def test_a_redirect_is_not_followed(upstream: UpstreamClient, target: MakeTarget) -> None:
+    raw = RawProvider(b"HTTP/1.1 307 Temporary Redirect\r\nlocation: /v1/elsewhere\r\n", b"")
+    async with raw.running() as base:
+        with pytest.raises(UpstreamFailed):
+            await upstream.chat(target("openai", "m", base_url=base), {"messages": MESSAGES})
+        with pytest.raises(UpstreamFailed):
+            await anext(upstream.chat_stream(target("openai", "m", base_url=base), {"messages": MESSAGES}))
+    assert len(raw.requests) == 2

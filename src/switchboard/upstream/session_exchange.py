@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import aiohttp
 from yarl import URL
 
+from switchboard.errors import UpstreamFailed
 from switchboard.upstream import provider_errors
 from switchboard.upstream.types import Timeouts, UpstreamTarget
 
@@ -34,6 +35,9 @@ async def open_response(
             response = await session.post(url, data=content, headers=headers, allow_redirects=False)
     except FAILURES as exc:
         raise provider_errors.from_transport(exc) from None
+    if 300 <= response.status < 400:  # redirects are not followed: a provider never sends one
+        finish(response)
+        raise UpstreamFailed(f"the provider answered with a redirect ({response.status}), not followed")
     if response.status >= 400:
         try:
             body = await read_body(response, timeouts.idle, ERROR_BODY_LIMIT)
