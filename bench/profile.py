@@ -110,8 +110,10 @@ def summarise(raw: Path, seconds: float, calls: int, top: int = 25) -> str:
 def _profile_mode(opts: Options, target: Target, mode: Mode, stamp: str) -> str:
     script = write_script(opts.work / f"wrk-profile-{mode}.lua", target.endpoint(mode))
     seconds = opts.seconds
+    # The highest concurrency asked for (default 16 when the default 1,16,64 is given).
+    connections = 16 if opts.concurrency == (1, 16, 64) else max(opts.concurrency)
     wrk = subprocess.Popen(
-        [find_wrk(), "-t1", "-c16", f"-d{seconds + 3}s", "--timeout", "10s", "-s", str(script),
+        [find_wrk(), "-t1", f"-c{connections}", f"-d{seconds + 3}s", "--timeout", "10s", "-s", str(script),
          target.endpoint(mode).url],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
@@ -130,7 +132,7 @@ def _profile_mode(opts: Options, target: Target, mode: Mode, stamp: str) -> str:
     match = re.search(r"Requests/sec:\s+([\d.]+)", out)
     calls = round(float(match[1]) * seconds) if match else 0
     summary = summarise(raw, seconds, calls)
-    return f"### {mode}, concurrency 16 ({raw.relative_to(REPO)})\n\n```\n{summary}\n```\n"
+    return f"### {mode}, concurrency {connections} ({raw.relative_to(REPO)})\n\n```\n{summary}\n```\n"
 
 
 def run(opts: Options, upstream: Upstream) -> None:

@@ -59,9 +59,13 @@ def _lifecycles() -> list[object]:
     return found
 
 
+# /v1 routes are matched first: routing tries routes in order, and they carry the traffic.
+ROUTER_ORDER = ("llm", *(name for name in DOMAINS if name != "llm"))
+
+
 def _routers() -> list[object]:
     found: list[object] = []
-    for name in DOMAINS:
+    for name in ROUTER_ORDER:
         try:
             module = importlib.import_module(f"switchboard.{name}.router")
         except ModuleNotFoundError as exc:

@@ -210,3 +210,20 @@ def test_the_summary_of_real_calls_equals_the_sum_of_their_records(
     assert len(usage) == 4
     assert summary["totals"]["cost"] == str(sum(int(r["cost"]) for r in usage))
     assert summary["totals"]["prompt_tokens"] == sum(r["prompt_tokens"] for r in usage) == 406
+
+
+def test_a_markup_change_applies_to_the_very_next_call(
+    caller: Caller, fake_provider: Any, admin: User, make_economy: EconomyFactory
+) -> None:
+    economy = make_economy(markup_bps=100)
+    add_participant(admin.client, economy["slug"], user_id=str(caller.user.id))
+    headers = {"x-economy-id": economy["slug"]}
+    first = chat(caller.user, "openai/gpt-4o-mini", headers=headers)
+    assert the_record(caller.user, first.headers["x-request-id"])["markup_bps"] == 100
+    changed = admin.client.patch(f"/economies/{economy['id']}", json={"markup_bps": 2500})
+    assert changed.status_code == 200, changed.text
+    fake_provider.enqueue("gpt-4o-mini", prompt_tokens=1000, completion_tokens=1000)
+    second = chat(caller.user, "openai/gpt-4o-mini", headers=headers)
+    record = the_record(caller.user, second.headers["x-request-id"])
+    assert record["markup_bps"] == 2500
+    assert record["cost"] == nanos(1000, 1000, CATALOG["openai/gpt-4o-mini"], 2500)

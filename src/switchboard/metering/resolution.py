@@ -51,6 +51,7 @@ class _DatabaseState:
     """Per database (engine): tests and tools run several gateways, on other databases, in one process."""
 
     default: Economy | None = None
+    generation: int = 0  # bumped by forget_cached, so other caches (the usage writer's) follow suit
     economies: _TTLCache[str, Economy] = field(default_factory=lambda: _TTLCache(CACHE_SECONDS))
     participants: _TTLCache[tuple[uuid.UUID, uuid.UUID], bool] = field(
         default_factory=lambda: _TTLCache(CACHE_SECONDS)
@@ -75,9 +76,14 @@ def register_default(engine: Engine, economy: Economy) -> None:
     _state_for(engine).default = economy
 
 
+def cache_generation(engine: Engine) -> int:
+    return _state_for(engine).generation
+
+
 def forget_cached(engine: Engine) -> None:
     """Drop this replica's cached answers (after a local change, so its own caller sees it at once)."""
     state = _state_for(engine)
+    state.generation += 1
     state.economies.clear()
     state.participants.clear()
     state.room_defaults.clear()

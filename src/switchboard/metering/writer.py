@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, cast
 
-from sqlalchemy import Table
+from sqlalchemy import Engine, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -19,6 +20,7 @@ from switchboard.metering.economies import Economy, economies_by_id
 from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.outcome import CallOutcome, new_record_id
 from switchboard.metering.pricing import Prices, compute_cost, find_prices, litellm_lookup, needs_litellm
+from switchboard.metering.resolution import cache_generation
 
 log = logging.getLogger("switchboard.metering.writer")
 
@@ -28,6 +30,10 @@ _MAX_LOOKUPS = 10_000
 _MAX_COST = 2**63 - 1  # BIGINT
 # Transient database trouble (failover, a dropped connection) is retried before giving up.
 RETRY_DELAYS = (0.05, 0.2, 1.0)
+# Economy manifests (markup, price overrides) are re-read at most this often: a batch of one call
+# (concurrency 1) would otherwise pay a query for them. Matches the resolution cache's lifetime.
+ECONOMY_TTL_SECONDS = 2.0
+_OUTCOME_FIELDS = tuple(f.name for f in fields(CallOutcome))
 
 
 @dataclass
@@ -65,6 +71,9 @@ class UsageWriter:
         self._closing = False
         self._blocked_puts: set[asyncio.Task[None]] = set()
         self._litellm: dict[tuple[str, str], Prices] = {}
+        self._economies: dict[uuid.UUID, Economy] = {}
+        self._economies_until = 0.0
+        self._economies_generation = -1
         self.batches = 0  # committed transactions, for tests and the benchmark
         self.records = 0
 
@@ -162,12 +171,25 @@ class UsageWriter:
 
     async def _commit(self, batch: list[_Pending]) -> None:
         async with self._sessionmaker() as session, session.begin():
-            economies = await economies_by_id(session, [p.outcome.economy_id for p in batch])
+            economies = await self._economies_of(session, batch)
             rows = [self._row(p, economies.get(p.outcome.economy_id)) for p in batch]
             dialect = session.get_bind().dialect.name
             insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
             # DO NOTHING: a retry after a commit whose acknowledgement was lost must not double a record.
             await session.execute(insert(_TABLE).on_conflict_do_nothing(), rows)
+
+    async def _economies_of(self, session: AsyncSession, batch: list[_Pending]) -> dict[uuid.UUID, Economy]:
+        now = time.monotonic()
+        bind = session.get_bind()
+        generation = cache_generation(bind if isinstance(bind, Engine) else bind.engine)
+        if now >= self._economies_until or generation != self._economies_generation:
+            self._economies.clear()
+            self._economies_until = now + ECONOMY_TTL_SECONDS
+            self._economies_generation = generation
+        missing = {p.outcome.economy_id for p in batch} - self._economies.keys()
+        if missing:
+            self._economies.update(await economies_by_id(session, list(missing)))
+        return self._economies
 
     async def _prefetch_litellm(self, batch: list[_Pending]) -> None:
         """litellm's cost map is consulted off the event loop (its first import is slow), once per model."""
@@ -192,7 +214,8 @@ class UsageWriter:
             log.warning("cost of record %s exceeds the cost column; stored unpriced", pending.record_id)
             cost = replace(cost, nanos=0, priced=False)
         return {
-            **asdict(outcome),
+            # A shallow copy: dataclasses.asdict deep-copies every field, which shows in profiles.
+            **{name: getattr(outcome, name) for name in _OUTCOME_FIELDS},
             "id": pending.record_id,
             "cost": cost.nanos,
             "priced": cost.priced,
