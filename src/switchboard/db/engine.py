@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
@@ -40,3 +40,10 @@ def make_engine(database_url: str, **overrides: Any) -> AsyncEngine:
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def make_sync_sqlite_engine(async_url: str) -> Engine:
+    """A blocking engine on the same SQLite file, for work done in one thread hop (the usage writer)."""
+    engine = create_engine(async_url.replace("+aiosqlite", "+pysqlite", 1), connect_args={"timeout": 10})
+    event.listen(engine, "connect", _sqlite_pragmas)
+    return engine

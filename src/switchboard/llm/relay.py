@@ -115,10 +115,14 @@ async def relay_stream(
         try:
             event = first
             while event is not None:
-                if wants_usage or not event.is_usage_only:
+                # What arrived together goes out in one write: one send per provider read, not per event.
+                data = b"".join(
+                    e.data for e in (event, *stream.ready()) if wants_usage or not e.is_usage_only
+                )
+                if data:
                     if claim is not None:
-                        sent.append(event.data)
-                    yield event.data
+                        sent.append(data)
+                    yield data
                 event = await anext(stream, None)
         except anyio.get_cancelled_exc_class():
             outcome_status = "cancelled"

@@ -7,6 +7,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
 from typing import Any, cast
 
@@ -15,6 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from switchboard.config_file import ModelEntry
+from switchboard.db.engine import make_sync_sqlite_engine
 from switchboard.errors import ServiceUnavailable
 from switchboard.metering.economies import Economy, economies_by_id
 from switchboard.metering.models import UsageRecordRow
@@ -62,8 +64,13 @@ class UsageWriter:
         catalog: Mapping[str, ModelEntry],
         queue_size: int = 10_000,
         max_batch: int = MAX_BATCH,
+        sqlite_url: str | None = None,
     ) -> None:
         self._sessionmaker = sessionmaker
+        # On SQLite a batch is inserted and committed in one hop to a thread of its own; through
+        # aiosqlite each statement (begin, insert, commit) is a hop, which dominates at concurrency 1.
+        self._sync_engine = make_sync_sqlite_engine(sqlite_url) if sqlite_url else None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="usage-writer") if sqlite_url else None
         self._catalog = dict(catalog)
         self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue(maxsize=max(1, queue_size))
         self._max_batch = max_batch
@@ -111,6 +118,9 @@ class UsageWriter:
             return
         await self._queue.put(None)
         await self._task
+        if self._thread is not None and self._sync_engine is not None:
+            self._thread.shutdown(wait=True)
+            self._sync_engine.dispose()
 
     async def _run(self) -> None:
         while True:
@@ -170,6 +180,12 @@ class UsageWriter:
                 pending.done.set_result(None)
 
     async def _commit(self, batch: list[_Pending]) -> None:
+        if self._thread is not None:
+            async with self._sessionmaker() as session:
+                economies = await self._economies_of(session, batch)
+            rows = [self._row(p, economies.get(p.outcome.economy_id)) for p in batch]
+            await asyncio.get_running_loop().run_in_executor(self._thread, self._insert_in_thread, rows)
+            return
         async with self._sessionmaker() as session, session.begin():
             economies = await self._economies_of(session, batch)
             rows = [self._row(p, economies.get(p.outcome.economy_id)) for p in batch]
@@ -177,6 +193,12 @@ class UsageWriter:
             insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
             # DO NOTHING: a retry after a commit whose acknowledgement was lost must not double a record.
             await session.execute(insert(_TABLE).on_conflict_do_nothing(), rows)
+
+    def _insert_in_thread(self, rows: list[dict[str, Any]]) -> None:
+        assert self._sync_engine is not None
+        with self._sync_engine.begin() as conn:
+            # DO NOTHING: a retry after a commit whose acknowledgement was lost must not double a record.
+            conn.execute(sqlite.insert(_TABLE).on_conflict_do_nothing(), rows)
 
     async def _economies_of(self, session: AsyncSession, batch: list[_Pending]) -> dict[uuid.UUID, Economy]:
         now = time.monotonic()

@@ -132,6 +132,18 @@ class OpenAIStream(UpstreamStream):
         await self.aclose()
         raise StopAsyncIteration
 
+    def ready(self) -> list[StreamEvent]:
+        taken: list[StreamEvent] = []
+        while self._pending:
+            event = self._pending.popleft()
+            if event.done:
+                self._done = True
+                continue
+            if event.usage is not None:
+                self.usage = event.usage
+            taken.append(StreamEvent(event.data, event.is_usage_only))
+        return taken
+
     async def _read_more(self) -> None:
         assert self._response is not None
         content = self._response.content

@@ -88,3 +88,10 @@ class UpstreamStream(ABC):
 
     @abstractmethod
     async def aclose(self) -> None: ...
+
+    def ready(self) -> list[StreamEvent]:
+        """Events already received and parsed, taken without waiting for the provider.
+
+        Lets the caller write what arrived together in one write instead of one per event.
+        """
+        return []
