@@ -98,7 +98,8 @@ async def _raw(url: str, body: bytes, seconds: float) -> tuple[int, float]:
         conns.append((transport, proto))
     head = (
         f"POST {parts.path} HTTP/1.1\r\nhost: {parts.netloc}\r\ncontent-length: {len(body)}\r\n"
-        + "".join(f"{k}: {v}\r\n" for k, v in HEADERS.items()) + "\r\n"
+        + "".join(f"{k}: {v}\r\n" for k, v in HEADERS.items())
+        + "\r\n"
     ).encode()
     free = list(conns)
 

@@ -70,7 +70,10 @@ def _env(data_dir: Path, database_url: str, config: Path, port: int) -> dict[str
 def _mint(env: Mapping[str, str], sub: str, role: str = "User") -> str:
     out = subprocess.run(
         [str(SWITCHBOARD), "token", "--sub", sub, "--role", role, "--ttl", str(7 * 24 * 3600)],
-        env=dict(env), capture_output=True, text=True, check=False,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if out.returncode != 0:
         raise BenchError(f"switchboard token failed: {out.stderr.strip()}")
@@ -78,16 +81,22 @@ def _mint(env: Mapping[str, str], sub: str, role: str = "User") -> str:
 
 
 def _post(port: int, path: str, token: str, body: dict[str, object]) -> Reply:
-    return call(Endpoint(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
-                         {"Authorization": f"Bearer {token}"}))
+    return call(
+        Endpoint(
+            f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(), {"Authorization": f"Bearer {token}"}
+        )
+    )
 
 
 def _identity(env: Mapping[str, str], port: int, base_url: str) -> Identity:
     token = _mint(env, str(uuid.uuid4()))
     secret = "sk-bench-" + secrets.token_hex(16)
-    reply = _post(port, "/llm-credentials", token,
-                  {"provider": "openai", "secret": secret, "scope": "user", "base_url": base_url,
-                   "label": "bench"})
+    reply = _post(
+        port,
+        "/llm-credentials",
+        token,
+        {"provider": "openai", "secret": secret, "scope": "user", "base_url": base_url, "label": "bench"},
+    )
     if reply.status != 201:
         raise BenchError(f"POST /llm-credentials answered {reply.status}: {reply.body[:300]!r}")
     return Identity(token, str(json.loads(reply.body)["id"]))
@@ -103,18 +112,33 @@ def _target(
 ) -> Target:
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     return Target(
-        name=name, pid=child.pid, workers=workers, db_marker=db_marker,
-        json=Endpoint(url, payloads.request_body(payloads.MODEL, False),
-                      {"Authorization": f"Bearer {ids['json'].token}"}),
-        stream=Endpoint(url, payloads.request_body(payloads.MODEL, True),
-                        {"Authorization": f"Bearer {ids['stream'].token}"}),
+        name=name,
+        pid=child.pid,
+        workers=workers,
+        db_marker=db_marker,
+        json=Endpoint(
+            url,
+            payloads.request_body(payloads.MODEL, False),
+            {"Authorization": f"Bearer {ids['json'].token}"},
+        ),
+        stream=Endpoint(
+            url,
+            payloads.request_body(payloads.MODEL, True),
+            {"Authorization": f"Bearer {ids['stream'].token}"},
+        ),
     )
 
 
 def _usage_count(port: int, token: str) -> int | None:
     """Requests recorded in the default economy so far (None when the summary is not served)."""
-    reply = call(Endpoint(f"http://127.0.0.1:{port}/economies/default/usage/summary?group_by=model", b"",
-                          {"Authorization": f"Bearer {token}"}), method="GET")
+    reply = call(
+        Endpoint(
+            f"http://127.0.0.1:{port}/economies/default/usage/summary?group_by=model",
+            b"",
+            {"Authorization": f"Bearer {token}"},
+        ),
+        method="GET",
+    )
     if reply.status != 200:
         return None
     totals = json.loads(reply.body).get("totals", {})
@@ -153,8 +177,10 @@ def prepared(db: str, opts: Options, upstream: Upstream) -> Iterator[Prepared]:
         child = _start(env, port, 1, home / "serve-setup.log")
         try:
             child.wait_port(port, STARTUP_TIMEOUT)
-            say(f"  first start (fresh database, migrations): listening after "
-                f"{time.perf_counter() - child.started_at:.2f} s")
+            say(
+                f"  first start (fresh database, migrations): listening after "
+                f"{time.perf_counter() - child.started_at:.2f} s"
+            )
             ids = {
                 "json": _identity(env, port, upstream.json_base_url),
                 "stream": _identity(env, port, upstream.stream_base_url),

@@ -64,8 +64,14 @@ def run(opts: Options, upstream: Upstream, direct: Target) -> list[TargetReport]
     home = opts.work / "litellm"
     home.mkdir(parents=True, exist_ok=True)
     config = home / "config.yaml"
-    config.write_text(_CONFIG.format(model=payloads.UPSTREAM_MODEL, json=upstream.json_base_url,
-                                     stream=upstream.stream_base_url, key=MASTER_KEY))
+    config.write_text(
+        _CONFIG.format(
+            model=payloads.UPSTREAM_MODEL,
+            json=upstream.json_base_url,
+            stream=upstream.stream_base_url,
+            key=MASTER_KEY,
+        )
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "LITELLM_MASTER_KEY")}
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # no fetch of the price list from GitHub at start
     auth = {"Authorization": f"Bearer {MASTER_KEY}"}
@@ -74,13 +80,24 @@ def run(opts: Options, upstream: Upstream, direct: Target) -> list[TargetReport]
         name = f"litellm x{workers}"
         say(f"\n== {name}")
         port = free_port()
-        argv = [str(litellm), "--config", str(config), "--host", "127.0.0.1", "--port", str(port),
-                "--num_workers", str(workers)]
+        argv = [
+            str(litellm),
+            "--config",
+            str(config),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--num_workers",
+            str(workers),
+        ]
         child = Child(name, argv, home / f"litellm-w{workers}.log", env=env, cwd=home)
         try:
             url = f"http://127.0.0.1:{port}/v1/chat/completions"
             target = Target(
-                name=name, pid=child.pid, workers=workers,
+                name=name,
+                pid=child.pid,
+                workers=workers,
                 json=Endpoint(url, payloads.request_body("bench-json", False), auth),
                 stream=Endpoint(url, payloads.request_body("bench-stream", True), auth),
             )

@@ -95,8 +95,16 @@ def run_wrk(
     endpoint = target.endpoint(mode)
     script = write_script(work / f"wrk-{target.name}-{mode}.lua", endpoint)
     argv = [
-        find_wrk(), "-t1", f"-c{concurrency}", f"-d{seconds}s", "--timeout", "10s", "--latency",
-        "-s", str(script), endpoint.url,
+        find_wrk(),
+        "-t1",
+        f"-c{concurrency}",
+        f"-d{seconds}s",
+        "--timeout",
+        "10s",
+        "--latency",
+        "-s",
+        str(script),
+        endpoint.url,
     ]
     me = os.getpid()
     machine_before, own_before = cpu_ticks(), _own_ticks(me)

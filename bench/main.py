@@ -30,16 +30,23 @@ def direct_target(upstream: Upstream) -> Target:
         name="direct",
         pid=upstream.child.pid,
         workers=1,
-        json=Endpoint(f"{upstream.json_base_url}/chat/completions",
-                      payloads.request_body(payloads.UPSTREAM_MODEL, False), auth),
-        stream=Endpoint(f"{upstream.stream_base_url}/chat/completions",
-                        payloads.request_body(payloads.UPSTREAM_MODEL, True), auth),
+        json=Endpoint(
+            f"{upstream.json_base_url}/chat/completions",
+            payloads.request_body(payloads.UPSTREAM_MODEL, False),
+            auth,
+        ),
+        stream=Endpoint(
+            f"{upstream.stream_base_url}/chat/completions",
+            payloads.request_body(payloads.UPSTREAM_MODEL, True),
+            auth,
+        ),
     )
 
 
 def _git_sha() -> str:
-    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                         check=False)
+    out = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
+    )
     return out.stdout.strip() or "unknown"
 
 
@@ -67,8 +74,10 @@ def run(opts: Options) -> int:
     load = load_average()
     say(f"Switchboard benchmark, {started}: {machine.describe()}")
     if load[0] > machine.nproc * 0.25:
-        say(f"WARNING: load average {load[0]:.2f} on {machine.nproc} CPUs: other work is running; "
-            "figures will be noisy (CPU per call is the steadiest).")
+        say(
+            f"WARNING: load average {load[0]:.2f} on {machine.nproc} CPUs: other work is running; "
+            "figures will be noisy (CPU per call is the steadiest)."
+        )
     port = free_port()
     upstream = Upstream(opts.work, port)
     reports: list[TargetReport] = []
@@ -88,9 +97,16 @@ def run(opts: Options) -> int:
         upstream.stop()
     others = max((max(p.direct.other_load, p.target.other_load) for r in reports for p in r.pairs), default=0)
     info = report.RunInfo(
-        started=started, machine=machine, load_at_start=load, max_other_load=others, git_sha=_git_sha(),
-        phase_seconds=opts.seconds, ttfb_samples=opts.ttfb_samples, quick=opts.quick,
-        upstream_startup_s=upstream_start, upstream_rss=upstream_rss,
+        started=started,
+        machine=machine,
+        load_at_start=load,
+        max_other_load=others,
+        git_sha=_git_sha(),
+        phase_seconds=opts.seconds,
+        ttfb_samples=opts.ttfb_samples,
+        quick=opts.quick,
+        upstream_startup_s=upstream_start,
+        upstream_rss=upstream_rss,
     )
     text = report.markdown(reports, info)
     path = _write_results(opts, reports, info)

@@ -94,6 +94,8 @@ def measure(opts: Options, direct: Target, target: Target, report: TargetReport)
         f"{target.name} {report.ttfb_target.p50_ms:.2f} ms (p50 of {report.ttfb_target.samples})"
     )
     workers = " + ".join(f"{b / 2**20:.0f}" for b in report.rss_workers)
-    say(f"  resident memory after load: {report.rss_total / 2**20:.0f} MiB (workers {workers} MiB, "
-        f"supervisor and helpers {report.rss_rest / 2**20:.0f} MiB)")
+    say(
+        f"  resident memory after load: {report.rss_total / 2**20:.0f} MiB (workers {workers} MiB, "
+        f"supervisor and helpers {report.rss_rest / 2**20:.0f} MiB)"
+    )
     sys.stdout.flush()

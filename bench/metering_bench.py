@@ -30,8 +30,11 @@ from switchboard.metering.outcome import CallOutcome
 from switchboard.metering.writer import MAX_BATCH, UsageWriter
 
 POSTGRES_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
-CATALOG = {"openai/gpt-4o-mini": ModelEntry(provider="openai", model="gpt-4o-mini",
-                                            input_per_mtok="0.15", output_per_mtok="0.60")}
+CATALOG = {
+    "openai/gpt-4o-mini": ModelEntry(
+        provider="openai", model="gpt-4o-mini", input_per_mtok="0.15", output_per_mtok="0.60"
+    )
+}
 
 
 @dataclass
@@ -46,17 +49,29 @@ class Result:
     def line(self) -> str:
         lat = sorted(self.latencies_ms)
         p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
-        return (f"{self.database:9} {self.mode:13} {self.records / self.seconds:9.0f} rec/s   "
-                f"p50 {statistics.median(lat):7.2f} ms   p99 {p99:7.2f} ms   max {lat[-1]:7.2f} ms   "
-                f"{self.transactions:5d} tx ({self.records / max(1, self.transactions):6.1f} rec/tx)")
+        return (
+            f"{self.database:9} {self.mode:13} {self.records / self.seconds:9.0f} rec/s   "
+            f"p50 {statistics.median(lat):7.2f} ms   p99 {p99:7.2f} ms   max {lat[-1]:7.2f} ms   "
+            f"{self.transactions:5d} tx ({self.records / max(1, self.transactions):6.1f} rec/tx)"
+        )
 
 
 def outcome(user_id: uuid.UUID) -> CallOutcome:
     return CallOutcome(
-        request_id=uuid.uuid4().hex, occurred_at=utcnow(), economy_id=economy_id_for("default"),
-        user_id=user_id, provider="openai", model="gpt-4o-mini", selector="fast",
-        endpoint="/v1/chat/completions", credential_scope="user", credential_id=uuid.uuid4(),
-        prompt_tokens=812, completion_tokens=164, latency_ms=230, ttft_ms=80,
+        request_id=uuid.uuid4().hex,
+        occurred_at=utcnow(),
+        economy_id=economy_id_for("default"),
+        user_id=user_id,
+        provider="openai",
+        model="gpt-4o-mini",
+        selector="fast",
+        endpoint="/v1/chat/completions",
+        credential_scope="user",
+        credential_id=uuid.uuid4(),
+        prompt_tokens=812,
+        completion_tokens=164,
+        latency_ms=230,
+        ttft_ms=80,
     )
 
 

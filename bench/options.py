@@ -41,8 +41,12 @@ def parse(argv: list[str] | None = None) -> Options:
         prog="bench/run",
         description="Measure what Switchboard adds to a call, beside a direct call to the same upstream.",
     )
-    parser.add_argument("--db", choices=["sqlite", "postgres", "both", "none"], default="both",
-                        help="Switchboard's database (none: skip Switchboard, e.g. with --litellm)")
+    parser.add_argument(
+        "--db",
+        choices=["sqlite", "postgres", "both", "none"],
+        default="both",
+        help="Switchboard's database (none: skip Switchboard, e.g. with --litellm)",
+    )
     parser.add_argument("--workers", type=_ints, default=(1, 2), help="e.g. 1,2 (default) or 1")
     parser.add_argument("--concurrency", type=_ints, default=(1, 16, 64), help="default 1,16,64")
     parser.add_argument("--quick", action="store_true", help="short smoke run (2 s phases, 100 TTFB samples)")
@@ -50,10 +54,16 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument("--ttfb-samples", type=int, help="streamed calls timed at c=1 (default 1000)")
     parser.add_argument("--litellm", action="store_true", help="also measure LiteLLM proxy (no DB)")
     parser.add_argument("--direct-only", action="store_true", help="measure only the upstream itself")
-    parser.add_argument("--profile", action="store_true",
-                        help="sample the gateway with py-spy under load instead (--seconds per mode)")
-    parser.add_argument("--clients", action="store_true",
-                        help="CPU per request of candidate upstream HTTP clients (httpx, aiohttp, raw)")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the gateway with py-spy under load instead (--seconds per mode)",
+    )
+    parser.add_argument(
+        "--clients",
+        action="store_true",
+        help="CPU per request of candidate upstream HTTP clients (httpx, aiohttp, raw)",
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 when a budget fails")
     parser.add_argument(
         "--pg-admin-dsn",

@@ -22,12 +22,25 @@ PY_SPY = REPO / ".venv" / "bin" / "py-spy"
 RATE = 250  # samples per second
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^()]*?)(?::\d+)?\)$")
 _COMPONENTS = (
-    ("switchboard/", None), ("fastapi/", "fastapi"), ("starlette/", "starlette"), ("pydantic", "pydantic"),
-    ("httpx/", "httpx"), ("httpcore/", "httpcore"), ("h11/", "h11"), ("anyio/", "anyio"),
-    ("sqlalchemy/", "sqlalchemy"), ("aiosqlite/", "aiosqlite"), ("asyncpg/", "asyncpg"),
-    ("uvicorn/", "uvicorn"), ("sse_starlette/", "sse_starlette"), ("jwt/", "pyjwt"),
-    ("cryptography/", "cryptography"), ("orjson", "orjson"), ("asyncio/", "asyncio"),
-    ("logging/", "logging"), ("json/", "json"),
+    ("switchboard/", None),
+    ("fastapi/", "fastapi"),
+    ("starlette/", "starlette"),
+    ("pydantic", "pydantic"),
+    ("httpx/", "httpx"),
+    ("httpcore/", "httpcore"),
+    ("h11/", "h11"),
+    ("anyio/", "anyio"),
+    ("sqlalchemy/", "sqlalchemy"),
+    ("aiosqlite/", "aiosqlite"),
+    ("asyncpg/", "asyncpg"),
+    ("uvicorn/", "uvicorn"),
+    ("sse_starlette/", "sse_starlette"),
+    ("jwt/", "pyjwt"),
+    ("cryptography/", "cryptography"),
+    ("orjson", "orjson"),
+    ("asyncio/", "asyncio"),
+    ("logging/", "logging"),
+    ("json/", "json"),
 )
 
 
@@ -93,7 +106,8 @@ def summarise(raw: Path, seconds: float, calls: int, top: int = 25) -> str:
         f"{total} samples at {RATE} Hz over {seconds:.0f} s = {total * ms_per_sample / 1000:.1f} s holding "
         f"the GIL; {calls} calls -> {total * ms_per_sample / max(calls, 1):.3f} ms sampled per call "
         "(includes time runnable but not scheduled on a busy machine)",
-        "", "By component (self time):",
+        "",
+        "By component (self time):",
     ]
     lines += [f"  {n / total:6.1%}  {name}" for name, n in by_component.most_common(top)]
     lines += ["", "Top functions, self time:"]
@@ -113,18 +127,44 @@ def _profile_mode(opts: Options, target: Target, mode: Mode, stamp: str) -> str:
     # The highest concurrency asked for (default 16 when the default 1,16,64 is given).
     connections = 16 if opts.concurrency == (1, 16, 64) else max(opts.concurrency)
     wrk = subprocess.Popen(
-        [find_wrk(), "-t1", f"-c{connections}", f"-d{seconds + 3}s", "--timeout", "10s", "-s", str(script),
-         target.endpoint(mode).url],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            find_wrk(),
+            "-t1",
+            f"-c{connections}",
+            f"-d{seconds + 3}s",
+            "--timeout",
+            "10s",
+            "-s",
+            str(script),
+            target.endpoint(mode).url,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     time.sleep(1.5)
     raw = opts.results / f"profile-{stamp}-{mode}.txt"
     spy = subprocess.run(
         # --gil: sample only the thread holding the GIL. py-spy's idle detection counts aiosqlite's
         # worker threads, blocked in SimpleQueue.get, as busy; /proc/<pid>/task shows them at ~1 % each.
-        [str(PY_SPY), "record", "--pid", str(target.pid), "--gil", "--duration", str(seconds),
-         "--rate", str(RATE), "--format", "raw", "--output", str(raw)],
-        capture_output=True, text=True, check=False,
+        [
+            str(PY_SPY),
+            "record",
+            "--pid",
+            str(target.pid),
+            "--gil",
+            "--duration",
+            str(seconds),
+            "--rate",
+            str(RATE),
+            "--format",
+            "raw",
+            "--output",
+            str(raw),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     out, _ = wrk.communicate(timeout=seconds + 60)
     if spy.returncode or not raw.exists():

@@ -71,16 +71,20 @@ def _cost_rows(reports: Sequence[TargetReport], info: RunInfo) -> list[str]:
         rss = f"{workers}{rest}{total} MiB (nginx {info.upstream_rss / MIB:.0f} MiB)"
         errors = budgets.errors_at_top(r)
         rows.append(
-            "| " + " | ".join([
-                r.name,
-                _cell(b_cj, f"{_ms(cj)} ({_ratio(cj or 0, dj)} nginx)"),
-                _cell(b_cs, f"{_ms(cs)} ({_ratio(cs or 0, ds)} nginx)"),
-                _cell(b_p50, p50_text),
-                _cell(b_ttfb, ttfb_text),
-                _cell(b_start, start),
-                _cell(b_rss, rss),
-                _cell(b_err, "-" if errors is None else f"{errors:.0f}"),
-            ]) + " |"
+            "| "
+            + " | ".join(
+                [
+                    r.name,
+                    _cell(b_cj, f"{_ms(cj)} ({_ratio(cj or 0, dj)} nginx)"),
+                    _cell(b_cs, f"{_ms(cs)} ({_ratio(cs or 0, ds)} nginx)"),
+                    _cell(b_p50, p50_text),
+                    _cell(b_ttfb, ttfb_text),
+                    _cell(b_start, start),
+                    _cell(b_rss, rss),
+                    _cell(b_err, "-" if errors is None else f"{errors:.0f}"),
+                ]
+            )
+            + " |"
         )
     return rows
 
@@ -112,8 +116,10 @@ def markdown(reports: Sequence[TargetReport], info: RunInfo) -> str:
         "- Upstream: nginx on loopback with fixed answers; load: wrk, one thread, keep-alive connections.",
     ]
     if busy:
-        lines.append("- **Measured on a shared, busy machine: latency and throughput are noisy; CPU per call "
-                     "is the steadiest figure.**")
+        lines.append(
+            "- **Measured on a shared, busy machine: latency and throughput are noisy; CPU per call "
+            "is the steadiest figure.**"
+        )
     lines += ["", "## Per relayed call, beside the direct call to nginx", ""]
     lines += _cost_rows(reports, info)
     lines += [

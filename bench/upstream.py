@@ -67,8 +67,12 @@ def write_config(work: Path, port: int) -> Path:
     sse = "".join(line + "\n\n" for line in payloads.stream_events())
     conf = work / "nginx.conf"
     conf.write_text(
-        _CONF.format(work=work, port=port, json=_return_text("json", payloads.completion_json()),
-                     sse=_return_text("sse", sse))
+        _CONF.format(
+            work=work,
+            port=port,
+            json=_return_text("json", payloads.completion_json()),
+            sse=_return_text("sse", sse),
+        )
     )
     return conf
 

@@ -44,14 +44,35 @@ def default_test_config(provider_url: str) -> dict[str, Any]:
         "default_economy": "default",
         "economies": [{"slug": "default", "name": "Default", "currency": "USD"}],
         "models": [
-            {"provider": "openai", "model": "gpt-4o-mini", "tags": ["fast", "cheap"],
-             "input_per_mtok": "0.15", "output_per_mtok": "0.60"},
-            {"provider": "openai", "model": "text-embedding-3-small", "tags": ["embed"], "kind": "embedding",
-             "input_per_mtok": "0.02", "output_per_mtok": "0"},
-            {"provider": "anthropic", "model": "claude-3-5-haiku-latest", "tags": ["fast"],
-             "input_per_mtok": "0.80", "output_per_mtok": "4.00"},
-            {"provider": "gemini", "model": "gemini-2.0-flash", "tags": ["google"],
-             "input_per_mtok": "0.10", "output_per_mtok": "0.40"},
+            {
+                "provider": "openai",
+                "model": "gpt-4o-mini",
+                "tags": ["fast", "cheap"],
+                "input_per_mtok": "0.15",
+                "output_per_mtok": "0.60",
+            },
+            {
+                "provider": "openai",
+                "model": "text-embedding-3-small",
+                "tags": ["embed"],
+                "kind": "embedding",
+                "input_per_mtok": "0.02",
+                "output_per_mtok": "0",
+            },
+            {
+                "provider": "anthropic",
+                "model": "claude-3-5-haiku-latest",
+                "tags": ["fast"],
+                "input_per_mtok": "0.80",
+                "output_per_mtok": "4.00",
+            },
+            {
+                "provider": "gemini",
+                "model": "gemini-2.0-flash",
+                "tags": ["google"],
+                "input_per_mtok": "0.10",
+                "output_per_mtok": "0.40",
+            },
         ],
         "aliases": {"fast": "openai/gpt-4o-mini", "claude": "anthropic/claude-3-5-haiku-latest"},
         "default": ["openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest"],
@@ -77,8 +98,9 @@ def make_gateway(
         data_dir = session_dir / f"gw-{uuid.uuid4().hex[:8]}"
         data_dir.mkdir()
         db_url = database_url or asyncio.run(databases.create())
-        config_path = write_config(data_dir, config if config is not None else default_test_config(
-            fake_provider.base_url))
+        config_path = write_config(
+            data_dir, config if config is not None else default_test_config(fake_provider.base_url)
+        )
         gateway = start_gateway(build_settings(data_dir, db_url, config_path, env))
         started.append(gateway)
         return gateway

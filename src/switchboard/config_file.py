@@ -21,7 +21,7 @@ def _decimal_string(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ValueError("a price is a decimal string such as \"0.15\"")
+        raise ValueError('a price is a decimal string such as "0.15"')
     try:
         parsed = Decimal(str(value))
     except InvalidOperation as exc:

@@ -12,19 +12,34 @@ from tests.support.gateway import Gateway, User
 
 SEED_AGENTS: list[dict[str, Any]] = [
     {
-        "id": "researcher", "version": "1", "display_name": "Researcher", "role": "research analyst",
-        "goal": "Find and summarise sources", "system_prompt": "You research questions carefully.",
-        "skills": [{"name": "web_research", "prompt_addendum": "Cite every source.",
-                    "tool_grants": ["web_search"]}],
+        "id": "researcher",
+        "version": "1",
+        "display_name": "Researcher",
+        "role": "research analyst",
+        "goal": "Find and summarise sources",
+        "system_prompt": "You research questions carefully.",
+        "skills": [
+            {"name": "web_research", "prompt_addendum": "Cite every source.", "tool_grants": ["web_search"]}
+        ],
         "model": {"kind": "tagged", "tag": "fast"},
         "expertise": ["literature review", "fact checking"],
     },
     {
-        "id": "code-reviewer", "version": "1", "display_name": "Code Reviewer", "role": "software reviewer",
-        "goal": "Review code for defects", "system_prompt": "You review code.",
-        "skills": [{"name": "code_review", "prompt_addendum": "Point at lines.",
-                    "tool_grants": {"code_interpreter": {}}}],
-        "reasoning_effort": "medium", "expertise": ["python", "security"],
+        "id": "code-reviewer",
+        "version": "1",
+        "display_name": "Code Reviewer",
+        "role": "software reviewer",
+        "goal": "Review code for defects",
+        "system_prompt": "You review code.",
+        "skills": [
+            {
+                "name": "code_review",
+                "prompt_addendum": "Point at lines.",
+                "tool_grants": {"code_interpreter": {}},
+            }
+        ],
+        "reasoning_effort": "medium",
+        "expertise": ["python", "security"],
     },
 ]
 
@@ -68,8 +83,9 @@ def make_room(owner: User) -> uuid.UUID:
 
 
 def add_member(owner: User, room_id: uuid.UUID, member: User, role: str = "member") -> None:
-    response = owner.client.post(f"/working-groups/{room_id}/members",
-                                 json={"user_id": str(member.id), "role": role})
+    response = owner.client.post(
+        f"/working-groups/{room_id}/members", json={"user_id": str(member.id), "role": role}
+    )
     assert response.status_code == 201, response.text
 
 
@@ -78,8 +94,9 @@ def make_economy(admin: User, *members: User) -> uuid.UUID:
     assert response.status_code == 201, response.text
     economy_id = uuid.UUID(response.json()["id"])
     for member in members:
-        added = admin.client.post(f"/economies/{economy_id}/participants",
-                                  json={"user_id": str(member.id), "role": "member"})
+        added = admin.client.post(
+            f"/economies/{economy_id}/participants", json={"user_id": str(member.id), "role": "member"}
+        )
         assert added.status_code == 201, added.text
     return economy_id
 

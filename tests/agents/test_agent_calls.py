@@ -36,13 +36,19 @@ def test_an_agent_call_carries_its_prompt_and_limits_and_bills_its_economy(
     economy = make_economy(admin, user)
     model = unique_model("agent")
     fake_provider.script(model, reply="Aye.", prompt_tokens=30, completion_tokens=2)
-    spec = create(user, system_prompt="You are a pirate.", economy_id=str(economy), reasoning_effort="low",
-                  skills=[{"name": "rhyme", "prompt_addendum": "Answer in rhyme."}],
-                  model={"kind": "exact", "provider": "openai", "model": model})
+    spec = create(
+        user,
+        system_prompt="You are a pirate.",
+        economy_id=str(economy),
+        reasoning_effort="low",
+        skills=[{"name": "rhyme", "prompt_addendum": "Answer in rhyme."}],
+        model={"kind": "exact", "provider": "openai", "model": model},
+    )
     session_id = str(uuid.uuid4())
 
     completion = sdk_for(user).chat.completions.create(
-        model=f"agent:{spec['id']}", messages=[{"role": "user", "content": "hello"}],
+        model=f"agent:{spec['id']}",
+        messages=[{"role": "user", "content": "hello"}],
         extra_headers={"X-Session-Id": session_id},
     )
     assert completion.choices[0].message.content == "Aye."
@@ -65,14 +71,17 @@ def test_an_agent_call_uses_its_rooms_credentials_for_a_member(
     owner, member = gateway.user(), gateway.user()
     room = make_room(owner)
     add_member(owner, room, member)
-    room_key, credential_id = add_credential(owner, "openai", provider_base(fake_provider, "openai"),
-                                             scope="room", room_id=str(room))
+    room_key, credential_id = add_credential(
+        owner, "openai", provider_base(fake_provider, "openai"), scope="room", room_id=str(room)
+    )
     model = unique_model("agent")
-    spec = create(owner, working_group_id=str(room),
-                  model={"kind": "exact", "provider": "openai", "model": model})
+    spec = create(
+        owner, working_group_id=str(room), model={"kind": "exact", "provider": "openai", "model": model}
+    )
 
     raw = sdk_for(member).chat.completions.with_raw_response.create(
-        model=f"agent:{spec['id']}", messages=[{"role": "user", "content": "hi"}], max_tokens=12)
+        model=f"agent:{spec['id']}", messages=[{"role": "user", "content": "hi"}], max_tokens=12
+    )
     assert raw.headers["x-switchboard-credential"] == credential_id
     (seen,) = fake_provider.received(model)
     assert seen.api_key == room_key

@@ -29,8 +29,10 @@ SKILLS = [{"name": "a", "prompt_addendum": "Addendum A."}, {"name": "b", "prompt
 def test_the_agents_prompt_and_skill_addenda_lead_as_one_system_message(gateway: Gateway) -> None:
     user = gateway.user()
     spec = create(user, system_prompt="You are terse.", skills=SKILLS)
-    body = {"model": f"agent:{spec['id']}", "messages": [{"role": "system", "content": "Caller's own."},
-                                                         {"role": "user", "content": "hi"}]}
+    body = {
+        "model": f"agent:{spec['id']}",
+        "messages": [{"role": "system", "content": "Caller's own."}, {"role": "user", "content": "hi"}],
+    }
     applied = apply(gateway, user, spec["id"], body)
     assert applied.body["messages"] == [
         {"role": "system", "content": "You are terse.\n\nAddendum A.\n\nAddendum B."},
@@ -49,20 +51,27 @@ def test_max_tokens_and_reasoning_effort_apply_unless_the_request_sets_them(gate
     defaults = apply(gateway, user, plain["id"], {"messages": messages}).body
     assert defaults["max_tokens"] == 4000 and "reasoning_effort" not in defaults
     assert apply(gateway, user, tuned["id"], {"messages": messages}).body | {"messages": []} == {
-        "messages": [], "max_tokens": 123, "reasoning_effort": "high"}
-    own = apply(gateway, user, tuned["id"],
-                {"messages": messages, "max_tokens": 7, "reasoning_effort": "low"})
+        "messages": [],
+        "max_tokens": 123,
+        "reasoning_effort": "high",
+    }
+    own = apply(
+        gateway, user, tuned["id"], {"messages": messages, "max_tokens": 7, "reasoning_effort": "low"}
+    )
     assert (own.body["max_tokens"], own.body["reasoning_effort"]) == (7, "low")
     newer = apply(gateway, user, tuned["id"], {"messages": messages, "max_completion_tokens": 9}).body
     assert "max_tokens" not in newer and newer["max_completion_tokens"] == 9
 
 
-@pytest.mark.parametrize(("model", "selector"), [
-    (None, "default"),
-    ({"kind": "tagged", "tag": "fast"}, "tag:fast"),
-    ({"kind": "exact", "provider": "openai", "model": "gpt-4o-mini"}, "openai/gpt-4o-mini"),
-    ({"kind": "alias", "alias": "claude"}, "claude"),
-])
+@pytest.mark.parametrize(
+    ("model", "selector"),
+    [
+        (None, "default"),
+        ({"kind": "tagged", "tag": "fast"}, "tag:fast"),
+        ({"kind": "exact", "provider": "openai", "model": "gpt-4o-mini"}, "openai/gpt-4o-mini"),
+        ({"kind": "alias", "alias": "claude"}, "claude"),
+    ],
+)
 def test_the_selector_comes_back_in_v1_grammar(
     gateway: Gateway, model: dict[str, Any] | None, selector: str
 ) -> None:

@@ -28,9 +28,16 @@ def record_sessions(gateway: Gateway, agent_id: str, sessions: int, calls_per_se
         session_id = str(uuid.uuid4())
         for _ in range(calls_per_session):
             outcome = CallOutcome(
-                request_id=uuid.uuid4().hex, occurred_at=utcnow(), economy_id=economy, user_id=uuid.uuid4(),
-                provider="openai", model="gpt-4o-mini", selector=f"agent:{agent_id}",
-                endpoint="chat.completions", credential_scope="deployment", agent_id=agent_id,
+                request_id=uuid.uuid4().hex,
+                occurred_at=utcnow(),
+                economy_id=economy,
+                user_id=uuid.uuid4(),
+                provider="openai",
+                model="gpt-4o-mini",
+                selector=f"agent:{agent_id}",
+                endpoint="chat.completions",
+                credential_scope="deployment",
+                agent_id=agent_id,
                 session_id=session_id,
             )
             gateway.server.call_soon(sink.record(outcome))
@@ -51,19 +58,27 @@ def test_discover_matches_role_display_name_expertise_and_capabilities(gateway: 
 
 def test_a_hit_has_the_seed_shape_and_a_uuid_fixed_per_agent(gateway: Gateway) -> None:
     hits = discover(gateway.user(), "research")
-    assert hits == [{
-        "id": str(uuid.uuid5(uuid.NAMESPACE_URL, "switchboard:agent:researcher")),
-        "agent_key": "researcher", "display_name": "Researcher", "role": "research analyst",
-        "expertise": ["literature review", "fact checking"], "focus": None, "capabilities": ["web_research"],
-    }]
+    assert hits == [
+        {
+            "id": str(uuid.uuid5(uuid.NAMESPACE_URL, "switchboard:agent:researcher")),
+            "agent_key": "researcher",
+            "display_name": "Researcher",
+            "role": "research analyst",
+            "expertise": ["literature review", "fact checking"],
+            "focus": None,
+            "capabilities": ["web_research"],
+        }
+    ]
     assert discover(gateway.user(), "research")[0]["id"] == hits[0]["id"]
 
 
 def test_discover_orders_busiest_first_by_distinct_sessions_then_by_id(gateway: Gateway) -> None:
     user = gateway.user()
     word = f"zq{uuid.uuid4().hex[:6]}"
-    quiet, busy, busier, tie_a, tie_b = (create(user, id=f"{word}-{name}", role=f"{word} agent")["id"]
-                                         for name in ("quiet", "busy", "busier", "tie-a", "tie-b"))
+    quiet, busy, busier, tie_a, tie_b = (
+        create(user, id=f"{word}-{name}", role=f"{word} agent")["id"]
+        for name in ("quiet", "busy", "busier", "tie-a", "tie-b")
+    )
     record_sessions(gateway, busy, sessions=2, calls_per_session=5)  # many calls, few sessions
     record_sessions(gateway, busier, sessions=3, calls_per_session=1)
     record_sessions(gateway, tie_a, sessions=1)

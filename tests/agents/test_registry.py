@@ -50,8 +50,17 @@ def test_list_is_a_bare_array_of_summaries_one_per_agent_with_the_newest_version
 
     listed = user.client.get("/agents").json()
     mine = [row for row in listed if row["id"] == spec["id"]]
-    assert mine == [{"id": spec["id"], "version": "2", "display_name": "Second", "role": "assistant",
-                     "source": "user", "created_by": str(user.id), "working_group_id": None}]
+    assert mine == [
+        {
+            "id": spec["id"],
+            "version": "2",
+            "display_name": "Second",
+            "role": "assistant",
+            "source": "user",
+            "created_by": str(user.id),
+            "working_group_id": None,
+        }
+    ]
     assert all(set(row) == SUMMARY_KEYS for row in listed)
 
 
@@ -125,8 +134,9 @@ def test_versions_list_pages_newest_first_with_an_opaque_cursor(gateway: Gateway
         create(user, id=spec["id"], version=version)
     first = user.client.get(f"/agents/{spec['id']}/versions", params={"limit": 2}).json()
     assert [v["version"] for v in first["data"]] == ["3", "2"]
-    second = user.client.get(f"/agents/{spec['id']}/versions",
-                             params={"limit": 2, "cursor": first["next_cursor"]}).json()
+    second = user.client.get(
+        f"/agents/{spec['id']}/versions", params={"limit": 2, "cursor": first["next_cursor"]}
+    ).json()
     assert [v["version"] for v in second["data"]] == ["1"] and second["next_cursor"] is None
     for bad in ({"limit": 0}, {"limit": 501}, {"cursor": "not-a-cursor"}):
         nested_error(user.client.get(f"/agents/{spec['id']}/versions", params=bad), 400, "VALIDATION_FAILED")
@@ -216,12 +226,19 @@ def test_a_read_only_delegation_may_not_publish(gateway: Gateway) -> None:
 def test_openapi_names_the_seed_operation_ids_under_the_agents_tag(gateway: Gateway) -> None:
     spec = gateway.client().get("/openapi.json").json()
     operations = {
-        op["operationId"]: op for path, item in spec["paths"].items() if path.startswith("/agents")
+        op["operationId"]: op
+        for path, item in spec["paths"].items()
+        if path.startswith("/agents")
         for op in item.values()
     }
     assert set(operations) == {
-        "listAgents_Agents", "createAgent_Agents", "discoverAgents_Agents", "getAgent_Agents",
-        "validateAgent_Agents", "retireAgentVersion_Agents", "listAgentVersions_Agents",
+        "listAgents_Agents",
+        "createAgent_Agents",
+        "discoverAgents_Agents",
+        "getAgent_Agents",
+        "validateAgent_Agents",
+        "retireAgentVersion_Agents",
+        "listAgentVersions_Agents",
     }
     assert all(op["tags"] == ["Agents"] for op in operations.values())
     assert "201" in operations["createAgent_Agents"]["responses"]

@@ -13,15 +13,26 @@ from tests.support.gateway import Gateway
 
 UNRESOLVABLE: list[tuple[str, dict[str, Any], str]] = [
     ("empty skill name", {"skills": [{"name": " ", "prompt_addendum": "x"}]}, "skills.0.name"),
-    ("duplicate skill name", {"skills": [{"name": "a", "prompt_addendum": "x"},
-                                         {"name": "a", "prompt_addendum": "y"}]}, "skills.1.name"),
-    ("unknown tool in a list grant", {"skills": [{"name": "a", "prompt_addendum": "x",
-                                                  "tool_grants": ["teleport"]}]}, "skills.0.tool_grants"),
-    ("unknown tool in an object grant",
-     {"skills": [{"name": "a", "prompt_addendum": "x", "tool_grants": {"teleport": {}}}]},
-     "skills.0.tool_grants"),
-    ("grant that is neither", {"skills": [{"name": "a", "prompt_addendum": "x", "tool_grants": 3}]},
-     "skills.0.tool_grants"),
+    (
+        "duplicate skill name",
+        {"skills": [{"name": "a", "prompt_addendum": "x"}, {"name": "a", "prompt_addendum": "y"}]},
+        "skills.1.name",
+    ),
+    (
+        "unknown tool in a list grant",
+        {"skills": [{"name": "a", "prompt_addendum": "x", "tool_grants": ["teleport"]}]},
+        "skills.0.tool_grants",
+    ),
+    (
+        "unknown tool in an object grant",
+        {"skills": [{"name": "a", "prompt_addendum": "x", "tool_grants": {"teleport": {}}}]},
+        "skills.0.tool_grants",
+    ),
+    (
+        "grant that is neither",
+        {"skills": [{"name": "a", "prompt_addendum": "x", "tool_grants": 3}]},
+        "skills.0.tool_grants",
+    ),
     ("unknown tool in tools.allow", {"tools": {"allow": ["teleport"]}}, "tools.allow"),
     ("unknown tool in tools.deny", {"tools": {"deny": ["teleport"]}}, "tools.deny"),
     ("tools.allow not a list", {"tools": {"allow": "web_search"}}, "tools.allow"),
@@ -55,7 +66,11 @@ def test_every_failure_of_a_spec_is_named_at_once(gateway: Gateway) -> None:
     )
     error = nested_error(gateway.user().client.post("/agents", json=spec), 422, "VALIDATION_FAILED")
     assert [p["field"] for p in error["details"]["problems"]] == [
-        "skills.0.name", "skills.0.tool_grants", "tools.deny", "model", "pinned_kg_ids.0"
+        "skills.0.name",
+        "skills.0.tool_grants",
+        "tools.deny",
+        "model",
+        "pinned_kg_ids.0",
     ]
     assert "teleport" in error["message"]
 
@@ -64,34 +79,45 @@ def test_validate_answers_what_a_valid_spec_resolves_to_without_storing_it(gatew
     user = gateway.user()
     graph = str(uuid.uuid4())
     spec = make_spec(
-        skills=[{"name": "search", "prompt_addendum": "x", "tool_grants": {"web_search": {"max": 3}}},
-                {"name": "run", "prompt_addendum": "y", "tool_grants": ["code_interpreter"]}],
+        skills=[
+            {"name": "search", "prompt_addendum": "x", "tool_grants": {"web_search": {"max": 3}}},
+            {"name": "run", "prompt_addendum": "y", "tool_grants": ["code_interpreter"]},
+        ],
         tools={"allow": ["web_search"], "deny": ["code_interpreter"]},
         model={"kind": "tagged", "tag": "fast"},
         pinned_kg_ids=[graph],
     )
     response = user.client.post("/agents/validate", json=spec)
     assert response.status_code == 200
-    assert response.json() == {"valid": True, "resolved": {
-        "selector": "tag:fast",
-        "models": ["openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest"],
-        "skills": ["search", "run"],
-        "tools": ["web_search"],
-        "pinned_kg_ids": [graph],
-        "visibility": "user",
-        "working_group_id": None,
-        "economy_id": None,
-    }}
+    assert response.json() == {
+        "valid": True,
+        "resolved": {
+            "selector": "tag:fast",
+            "models": ["openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest"],
+            "skills": ["search", "run"],
+            "tools": ["web_search"],
+            "pinned_kg_ids": [graph],
+            "visibility": "user",
+            "working_group_id": None,
+            "economy_id": None,
+        },
+    }
     nested_error(user.client.get(f"/agents/{spec['id']}"), 404, "NOT_FOUND")
 
 
-@pytest.mark.parametrize(("model", "selector", "models"), [
-    (None, "default", ["openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest"]),
-    ({"kind": "default"}, "default", ["openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest"]),
-    ({"kind": "alias", "alias": "claude"}, "claude", ["anthropic/claude-3-5-haiku-latest"]),
-    ({"kind": "exact", "provider": "gemini", "model": "gemini-9-unlisted"}, "gemini/gemini-9-unlisted",
-     ["gemini/gemini-9-unlisted"]),
-])
+@pytest.mark.parametrize(
+    ("model", "selector", "models"),
+    [
+        (None, "default", ["openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest"]),
+        ({"kind": "default"}, "default", ["openai/gpt-4o-mini", "anthropic/claude-3-5-haiku-latest"]),
+        ({"kind": "alias", "alias": "claude"}, "claude", ["anthropic/claude-3-5-haiku-latest"]),
+        (
+            {"kind": "exact", "provider": "gemini", "model": "gemini-9-unlisted"},
+            "gemini/gemini-9-unlisted",
+            ["gemini/gemini-9-unlisted"],
+        ),
+    ],
+)
 def test_each_selector_form_resolves_in_the_catalog(
     gateway: Gateway, model: dict[str, Any] | None, selector: str, models: list[str]
 ) -> None:
@@ -100,5 +126,8 @@ def test_each_selector_form_resolves_in_the_catalog(
 
 
 def test_validate_rejects_an_invalid_field_with_400_like_create(gateway: Gateway) -> None:
-    nested_error(gateway.user().client.post("/agents/validate", json=make_spec(source="robot")), 400,
-                 "VALIDATION_FAILED")
+    nested_error(
+        gateway.user().client.post("/agents/validate", json=make_spec(source="robot")),
+        400,
+        "VALIDATION_FAILED",
+    )

@@ -20,9 +20,15 @@ from tests.support.gateway import Gateway, build_settings, write_config
 def test_seed_agents_are_system_tier_and_listed_for_a_fresh_user(gateway: Gateway) -> None:
     listed = {row["id"]: row for row in gateway.user().client.get("/agents").json()}
     for seed in SEED_AGENTS:
-        assert listed[seed["id"]] == {"id": seed["id"], "version": seed["version"],
-                                      "display_name": seed["display_name"], "role": seed["role"],
-                                      "source": "seed", "created_by": None, "working_group_id": None}
+        assert listed[seed["id"]] == {
+            "id": seed["id"],
+            "version": seed["version"],
+            "display_name": seed["display_name"],
+            "role": seed["role"],
+            "source": "seed",
+            "created_by": None,
+            "working_group_id": None,
+        }
 
 
 def test_replicas_starting_on_one_database_store_each_seed_version_once(
@@ -59,8 +65,10 @@ def test_a_config_agent_that_does_not_resolve_stops_the_start_naming_its_line(
 
 
 def test_a_config_agent_with_another_source_is_refused(tmp_path: Path, fake_provider: Any) -> None:
-    config = {**agents_test_config(fake_provider.base_url),
-              "agents": [{**SEED_AGENTS[0], "id": f"x{uuid.uuid4().hex[:6]}", "source": "user"}]}
+    config = {
+        **agents_test_config(fake_provider.base_url),
+        "agents": [{**SEED_AGENTS[0], "id": f"x{uuid.uuid4().hex[:6]}", "source": "user"}],
+    }
     path = write_config(tmp_path, config)
     app = create_app(build_settings(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/db.sqlite", path))
 

@@ -54,8 +54,9 @@ def test_publishing_into_a_room_needs_a_non_viewer_member(gateway: Gateway) -> N
     spec = make_spec(working_group_id=str(room))
     nested_error(viewer.client.post("/agents", json=spec), 403, "FORBIDDEN")
     nested_error(outsider.client.post("/agents", json=spec), 404, "NOT_FOUND")
-    nested_error(outsider.client.post("/agents", json=make_spec(working_group_id=str(uuid.uuid4()))), 404,
-                 "NOT_FOUND")
+    nested_error(
+        outsider.client.post("/agents", json=make_spec(working_group_id=str(uuid.uuid4()))), 404, "NOT_FOUND"
+    )
     assert spec["id"] not in visible_ids(owner)
 
 
@@ -104,8 +105,9 @@ def test_nobody_else_may_publish_a_version_of_an_agent(gateway: Gateway) -> None
 
     nested_error(outsider.client.post("/agents", json={**private, "version": "2"}), 409, "CONFLICT")
     nested_error(member.client.post("/agents", json={**shared, "version": "2"}), 403, "FORBIDDEN")
-    nested_error(member.client.post("/agents", json={**make_spec(id="researcher"), "version": "9"}), 403,
-                 "FORBIDDEN")
+    nested_error(
+        member.client.post("/agents", json={**make_spec(id="researcher"), "version": "9"}), 403, "FORBIDDEN"
+    )
     assert owner.client.get(f"/agents/{shared['id']}").json()["version"] == "1"
     assert gateway.user().client.get("/agents/researcher").json()["version"] == "1"
 

@@ -130,8 +130,12 @@ def test_a_key_cannot_issue_keys_nor_a_delegation_token_manage_them(
     via_key = gateway.client(key).post("/auth/api-key/generate", json={"service_name": "x"})
     assert via_key.status_code == 403 and via_key.json()["code"] == "FORBIDDEN"
     exchanged = sign_in(gateway, "/auth/api-key", {"api_key": key})
-    assert gateway.client(exchanged["token"]).post(
-        "/auth/api-key/generate", json={"service_name": "x"}).status_code == 403
+    assert (
+        gateway.client(exchanged["token"])
+        .post("/auth/api-key/generate", json={"service_name": "x"})
+        .status_code
+        == 403
+    )
     delegated = gateway.tokens.delegation(sub=owner.id, room_id=owner.id, scope=["manage"])
     for response in (
         gateway.client(delegated).post("/auth/api-key/generate", json={"service_name": "x"}),
@@ -173,7 +177,11 @@ def test_listing_refuses_bad_paging(gateway: Gateway, params: dict[str, object])
 def test_exchange_refuses_malformed_bodies(gateway: Gateway) -> None:
     client = gateway.client()
     assert client.post("/auth/api-key", json={}).status_code == 400
-    assert client.post("/auth/api-key", content=b"{not json", headers={"content-type": "application/json"}
-                       ).status_code == 400
+    assert (
+        client.post(
+            "/auth/api-key", content=b"{not json", headers={"content-type": "application/json"}
+        ).status_code
+        == 400
+    )
     assert client.post("/auth/api-key", json={"api_key": 5}).status_code == 400
     flat_401(client.post("/auth/api-key", json={"api_key": "sk-not-ours"}))

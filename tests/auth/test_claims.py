@@ -7,10 +7,17 @@ import uuid
 from tests.support.gateway import Gateway
 
 AUTH_ROUTES = {
-    ("post", "/auth/login"), ("post", "/auth/refresh"), ("post", "/auth/api-key"),
-    ("post", "/auth/api-key/generate"), ("get", "/auth/api-keys"), ("post", "/auth/api-keys/{key_id}/revoke"),
-    ("get", "/protected/jwt"), ("post", "/auth/delegation/jwt"), ("get", "/auth/delegation/tokens"),
-    ("delete", "/auth/delegation/tokens/{token_id}"), ("get", "/auth/delegation-tokens"),
+    ("post", "/auth/login"),
+    ("post", "/auth/refresh"),
+    ("post", "/auth/api-key"),
+    ("post", "/auth/api-key/generate"),
+    ("get", "/auth/api-keys"),
+    ("post", "/auth/api-keys/{key_id}/revoke"),
+    ("get", "/protected/jwt"),
+    ("post", "/auth/delegation/jwt"),
+    ("get", "/auth/delegation/tokens"),
+    ("delete", "/auth/delegation/tokens/{token_id}"),
+    ("get", "/auth/delegation-tokens"),
     ("delete", "/auth/delegation-tokens/{token_id}"),
 }
 
@@ -48,7 +55,11 @@ def test_claims_need_a_valid_bearer(gateway: Gateway) -> None:
 
 def test_every_auth_route_is_tagged_auth(gateway: Gateway) -> None:
     paths = gateway.client().get("/openapi.json").json()["paths"]
-    found = {(method, path) for path, item in paths.items() for method in item
-             if path.startswith(("/auth", "/protected"))}
+    found = {
+        (method, path)
+        for path, item in paths.items()
+        for method in item
+        if path.startswith(("/auth", "/protected"))
+    }
     assert found == AUTH_ROUTES
     assert all(paths[path][method]["tags"] == ["Auth"] for method, path in AUTH_ROUTES)

@@ -37,8 +37,12 @@ def test_a_room_owner_mints_a_token_that_acts_for_the_room(gateway: Gateway) -> 
 
 @pytest.mark.parametrize(
     ("room_role", "allowed", "refused"),
-    [("viewer", ["read"], ["write"]), ("member", ["read", "write"], ["manage"]),
-     ("manager", ["manage"], []), ("owner", ["read", "manage"], [])],
+    [
+        ("viewer", ["read"], ["write"]),
+        ("member", ["read", "write"], ["manage"]),
+        ("manager", ["manage"], []),
+        ("owner", ["read", "manage"], []),
+    ],
 )
 def test_the_scope_never_exceeds_the_callers_room_role(
     gateway: Gateway, room_role: str, allowed: list[str], refused: list[str]
@@ -70,7 +74,8 @@ def test_delegating_needs_the_create_delegation_token_permission(gateway: Gatewa
     response = delegate(owner, room, ["read"])
     assert response.status_code == 403
     assert response.json() == {
-        "error": "Insufficient permissions: CreateDelegationToken", "code": "FORBIDDEN"
+        "error": "Insufficient permissions: CreateDelegationToken",
+        "code": "FORBIDDEN",
     }
 
 
@@ -113,11 +118,16 @@ def test_only_the_minter_can_revoke_and_a_delegated_caller_cannot_delegate(gatew
 
 @pytest.mark.parametrize(
     "body",
-    [{"delegation_scope": ["read"]}, {"group_id": "nope", "delegation_scope": ["read"]},
-     {"group_id": ROOM, "delegation_scope": []}, {"group_id": ROOM, "delegation_scope": ["admin"]},
-     {"group_id": ROOM, "delegation_scope": "read"}, {"group_id": ROOM},
-     {"group_id": ROOM, "delegation_scope": ["read"], "expiry_seconds": 0},
-     {"group_id": ROOM, "delegation_scope": ["read"], "expiry_seconds": 86401}],
+    [
+        {"delegation_scope": ["read"]},
+        {"group_id": "nope", "delegation_scope": ["read"]},
+        {"group_id": ROOM, "delegation_scope": []},
+        {"group_id": ROOM, "delegation_scope": ["admin"]},
+        {"group_id": ROOM, "delegation_scope": "read"},
+        {"group_id": ROOM},
+        {"group_id": ROOM, "delegation_scope": ["read"], "expiry_seconds": 0},
+        {"group_id": ROOM, "delegation_scope": ["read"], "expiry_seconds": 86401},
+    ],
 )
 def test_malformed_delegation_requests_are_400(gateway: Gateway, body: dict[str, Any]) -> None:
     owner = gateway.user("Manager")

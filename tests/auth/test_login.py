@@ -38,8 +38,9 @@ def test_email_is_matched_without_regard_to_case_or_spaces(gateway: Gateway, acc
 def test_wrong_password_and_unknown_email_get_the_same_401(gateway: Gateway, account: Account) -> None:
     client = gateway.client()
     wrong = client.post("/auth/login", json={"email": account.email, "password": "not-the-password"})
-    unknown = client.post("/auth/login", json={"email": f"nobody-{uuid.uuid4().hex}@example.test",
-                                               "password": account.password})
+    unknown = client.post(
+        "/auth/login", json={"email": f"nobody-{uuid.uuid4().hex}@example.test", "password": account.password}
+    )
     for response in (wrong, unknown):
         assert response.status_code == 401
         assert response.headers["www-authenticate"].startswith("Bearer")
@@ -49,8 +50,13 @@ def test_wrong_password_and_unknown_email_get_the_same_401(gateway: Gateway, acc
 def test_malformed_login_bodies_are_400_and_never_echo_the_password(gateway: Gateway) -> None:
     secret = RECORDER.remember_secret("pw-" + uuid.uuid4().hex)
     client = gateway.client()
-    for body in ({"email": "a@b.test"}, {"password": secret}, {"email": "", "password": secret},
-                 {"email": 7, "password": secret}, {"email": "a@b.test", "password": [secret]}):
+    for body in (
+        {"email": "a@b.test"},
+        {"password": secret},
+        {"email": "", "password": secret},
+        {"email": 7, "password": secret},
+        {"email": "a@b.test", "password": [secret]},
+    ):
         response = client.post("/auth/login", json=body)
         assert response.status_code == 400 and response.json()["code"] == "VALIDATION_FAILED"
 
@@ -90,13 +96,19 @@ def _cli(gateway: Gateway, *args: str, stdin: str) -> subprocess.CompletedProces
         "SWITCHBOARD_DATA_DIR": str(settings.data_dir),
         "SWITCHBOARD_DATABASE_URL": settings.database_url,
         "SWITCHBOARD_JWT_SECRET": TEST_JWT_SECRET,
-        "SWITCHBOARD_ENCRYPTION_KEYS": ",".join(f"{k.kid}:{k.key.get_secret_value()}"
-                                                 for k in settings.encryption_keys),
+        "SWITCHBOARD_ENCRYPTION_KEYS": ",".join(
+            f"{k.kid}:{k.key.get_secret_value()}" for k in settings.encryption_keys
+        ),
         "SWITCHBOARD_CONFIG": str(settings.config_path),
     }
     return subprocess.run(
         [sys.executable, "-m", "switchboard.cli", "user", "create", *args],
-        input=stdin, env=env, capture_output=True, text=True, timeout=60, check=False,
+        input=stdin,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 

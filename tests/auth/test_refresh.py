@@ -78,8 +78,11 @@ def test_an_expired_refresh_token_is_refused_without_ending_the_family(
 
     async def age() -> None:
         async with app.state.sessionmaker() as session, session.begin():
-            await session.execute(update(RefreshToken).where(RefreshToken.token_hash == token_hash)
-                                  .values(expires_at=utcnow() - timedelta(seconds=1)))
+            await session.execute(
+                update(RefreshToken)
+                .where(RefreshToken.token_hash == token_hash)
+                .values(expires_at=utcnow() - timedelta(seconds=1))
+            )
 
     gateway.server.call_soon(age())
     assert_refused(refresh(gateway, rotated["refresh_token"]))

@@ -38,8 +38,13 @@ def test_no_key_password_or_refresh_token_is_stored_in_plain_text(gateway: Gatew
     key = issue_key(gateway, session["token"])
     exchanged = sign_in(gateway, "/auth/api-key", {"api_key": key["api_key"]})
     rotated = sign_in(gateway, "/auth/refresh", {"refresh_token": exchanged["refresh_token"]})
-    secrets = [account.password, key["api_key"], session["refresh_token"], exchanged["refresh_token"],
-               rotated["refresh_token"]]
+    secrets = [
+        account.password,
+        key["api_key"],
+        session["refresh_token"],
+        exchanged["refresh_token"],
+        rotated["refresh_token"],
+    ]
     # The random part alone, in case something stored it without its prefix or checksum.
     secrets += [s[-49:-6] for s in secrets if s.startswith("svc_")]
 

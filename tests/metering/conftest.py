@@ -26,8 +26,14 @@ def metering_config(provider_url: str) -> dict[str, Any]:
     config = default_test_config(provider_url)
     config["economies"] = [
         {"slug": "default", "name": "Default", "currency": "USD"},
-        {"slug": "team", "name": "Team", "currency": "USD", "markup_bps": TEAM_MARKUP_BPS,
-         "price_overrides": {"openai/gpt-4o-mini": TEAM_OVERRIDE}, "budget": "5000000000"},
+        {
+            "slug": "team",
+            "name": "Team",
+            "currency": "USD",
+            "markup_bps": TEAM_MARKUP_BPS,
+            "price_overrides": {"openai/gpt-4o-mini": TEAM_OVERRIDE},
+            "budget": "5000000000",
+        },
     ]
     return config
 

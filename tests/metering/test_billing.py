@@ -43,19 +43,44 @@ def history(
     same_instant = "2025-03-02T12:00:00+00:00"
     plan: list[dict[str, Any]] = [
         {"occurred_at": at("2025-03-01T08:00:00+00:00"), "user_id": alice, "prompt_tokens": 10},
-        {"occurred_at": at("2025-03-01T23:59:59.999999+00:00"), "user_id": bob, "agent_id": "agent-a",
-         "session_id": "s1"},
+        {
+            "occurred_at": at("2025-03-01T23:59:59.999999+00:00"),
+            "user_id": bob,
+            "agent_id": "agent-a",
+            "session_id": "s1",
+        },
         {"occurred_at": at(same_instant), "user_id": alice, "agent_id": "agent-a", "session_id": "s1"},
         {"occurred_at": at(same_instant), "user_id": alice, "agent_id": "agent-a", "session_id": "s2"},
-        {"occurred_at": at(same_instant), "user_id": bob, "room_id": room, "provider": "anthropic",
-         "model": "claude-3-5-haiku-latest", "selector": "claude"},
-        {"occurred_at": at("2025-03-02T13:30:00+01:00"), "user_id": bob, "room_id": room,
-         "status": "error", "prompt_tokens": 0, "completion_tokens": 0},
+        {
+            "occurred_at": at(same_instant),
+            "user_id": bob,
+            "room_id": room,
+            "provider": "anthropic",
+            "model": "claude-3-5-haiku-latest",
+            "selector": "claude",
+        },
+        {
+            "occurred_at": at("2025-03-02T13:30:00+01:00"),
+            "user_id": bob,
+            "room_id": room,
+            "status": "error",
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+        },
         {"occurred_at": at("2025-03-03T00:00:00+00:00"), "user_id": alice, "model": "unpriced-model"},
-        {"occurred_at": at("2025-03-03T10:00:00-05:00"), "user_id": bob, "agent_id": "agent-b",
-         "prompt_tokens": 123_457, "completion_tokens": 7},
-        {"occurred_at": at("2025-03-03T18:00:00+00:00"), "user_id": alice, "status": "cancelled",
-         "completion_tokens": 3},
+        {
+            "occurred_at": at("2025-03-03T10:00:00-05:00"),
+            "user_id": bob,
+            "agent_id": "agent-b",
+            "prompt_tokens": 123_457,
+            "completion_tokens": 7,
+        },
+        {
+            "occurred_at": at("2025-03-03T18:00:00+00:00"),
+            "user_id": alice,
+            "status": "cancelled",
+            "completion_tokens": 3,
+        },
     ]
     outcomes = [make_outcome(economy["id"], **({"user_id": alice} | row)) for row in plan]
     record(metering_gateway, outcomes)
@@ -83,14 +108,20 @@ def test_from_and_to_take_timestamps_or_dates_and_a_to_date_includes_its_day(
     day_one = all_records(admin.client, economy["id"], **{"from": "2025-03-01", "to": "2025-03-01"})
     assert len(day_one) == 2
     # A timestamp `to` is exclusive: the call at 13:30+01:00 (12:30Z) falls just outside.
-    window = all_records(admin.client, economy["id"], **{"from": "2025-03-02T12:00:00Z",
-                                                          "to": "2025-03-02T12:30:00Z"})
+    window = all_records(
+        admin.client, economy["id"], **{"from": "2025-03-02T12:00:00Z", "to": "2025-03-02T12:30:00Z"}
+    )
     assert len(window) == 3
-    wider = all_records(admin.client, economy["id"], **{"from": "2025-03-02T12:00:00Z",
-                                                         "to": "2025-03-02T13:30:00.000001+01:00"})
+    wider = all_records(
+        admin.client,
+        economy["id"],
+        **{"from": "2025-03-02T12:00:00Z", "to": "2025-03-02T13:30:00.000001+01:00"},
+    )
     assert len(wider) == 4
-    assert all_records(admin.client, economy["id"], **{"from": "2025-03-03T15:00:00Z"})[0][
-        "completion_tokens"] == 7
+    assert (
+        all_records(admin.client, economy["id"], **{"from": "2025-03-03T15:00:00Z"})[0]["completion_tokens"]
+        == 7
+    )
     assert len(all_records(admin.client, economy["id"], **{"to": "9999-12-31"})) == 9
 
 
@@ -108,7 +139,9 @@ def test_summary_rows_and_totals_equal_the_sums_of_the_records(
         return {
             "day": at(r["occurred_at"]).date().isoformat(),
             "model": f"{r['provider']}/{r['model']}",
-            "user": r["user_id"], "agent": r["agent_id"], "room": r["room_id"],
+            "user": r["user_id"],
+            "agent": r["agent_id"],
+            "room": r["room_id"],
         }[group_by]
 
     expected: dict[str | None, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -132,8 +165,10 @@ def test_summary_with_from_and_to_counts_only_that_window(
     admin: User, history: tuple[dict[str, Any], list[CallOutcome]]
 ) -> None:
     economy, _ = history
-    summary = admin.client.get(f"/economies/{economy['id']}/usage/summary",
-                               params={"group_by": "day", "from": "2025-03-03", "to": "2025-03-03"}).json()
+    summary = admin.client.get(
+        f"/economies/{economy['id']}/usage/summary",
+        params={"group_by": "day", "from": "2025-03-03", "to": "2025-03-03"},
+    ).json()
     assert [row["day"] for row in summary["rows"]] == ["2025-03-03"]
     assert summary["totals"]["requests"] == 3
 
@@ -175,9 +210,16 @@ def test_usage_is_read_by_admins_owners_and_read_usage_only(
     add_participant(admin.client, economy["id"], user_id=str(owner.id), role="owner")
     add_participant(admin.client, economy["id"], user_id=str(member.id), role="member")
     path = f"/economies/{economy['id']}/usage"
-    got = {name: user.client.get(path).status_code
-           for name, user in [("admin", admin), ("owner", owner), ("billing", billing), ("member", member),
-                              ("outsider", outsider)]}
+    got = {
+        name: user.client.get(path).status_code
+        for name, user in [
+            ("admin", admin),
+            ("owner", owner),
+            ("billing", billing),
+            ("member", member),
+            ("outsider", outsider),
+        ]
+    }
     assert got == {"admin": 200, "owner": 200, "billing": 200, "member": 403, "outsider": 404}
     assert metering_gateway.client().get(path).status_code == 401
     for suffix in ("/summary?group_by=user", "/export"):
@@ -220,11 +262,14 @@ def test_export_reads_page_by_page_and_is_sent_chunked(
 
 def test_usage_me_lists_only_the_callers_own_records_across_economies(metering_gateway: Gateway) -> None:
     me, someone = metering_gateway.user(), metering_gateway.user()
-    record(metering_gateway, [
-        make_outcome(economy_id_for("default"), me.id, request_id="mine-1"),
-        make_outcome(economy_id_for("team"), me.id, request_id="mine-2"),
-        make_outcome(economy_id_for("default"), someone.id, request_id="theirs"),
-    ])
+    record(
+        metering_gateway,
+        [
+            make_outcome(economy_id_for("default"), me.id, request_id="mine-1"),
+            make_outcome(economy_id_for("team"), me.id, request_id="mine-2"),
+            make_outcome(economy_id_for("default"), someone.id, request_id="theirs"),
+        ],
+    )
     first = me.client.get("/usage/me", params={"limit": 1}).json()
     second = me.client.get("/usage/me", params={"limit": 1, "cursor": first["next_cursor"]}).json()
     assert sorted(r["request_id"] for r in first["data"] + second["data"]) == ["mine-1", "mine-2"]

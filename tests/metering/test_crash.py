@@ -39,8 +39,9 @@ def free_port() -> int:
 def gateway_process(env: dict[str, str], log: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     port = free_port()
     with log.open("ab") as out:
-        process = subprocess.Popen([str(SWITCHBOARD), "serve", "--port", str(port)], env=env, stdout=out,
-                                   stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [str(SWITCHBOARD), "serve", "--port", str(port)], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -68,14 +69,19 @@ async def load_then_kill(url: str, token: str, models: list[str], pid: int) -> t
     async def call(client: httpx.AsyncClient, index: int) -> None:
         request_id = f"crash-{index}-{uuid.uuid4().hex[:8]}"
         stream = index % 2 == 1
-        body = {"model": f"openai/{models[index % MODELS]}", "stream": stream,
-                "messages": [{"role": "user", "content": "hi"}]}
+        body = {
+            "model": f"openai/{models[index % MODELS]}",
+            "stream": stream,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
         try:
-            async with client.stream("POST", "/v1/chat/completions", json=body,
-                                     headers={"x-request-id": request_id}) as response:
+            async with client.stream(
+                "POST", "/v1/chat/completions", json=body, headers={"x-request-id": request_id}
+            ) as response:
                 raw = await response.aread()
             finished = response.status_code == 200 and (
-                raw.endswith(b"data: [DONE]\n\n") if stream else "choices" in orjson.loads(raw))
+                raw.endswith(b"data: [DONE]\n\n") if stream else "choices" in orjson.loads(raw)
+            )
         except (httpx.TransportError, orjson.JSONDecodeError):
             finished = False
         if finished:
@@ -84,8 +90,9 @@ async def load_then_kill(url: str, token: str, models: list[str], pid: int) -> t
                 enough.set()
 
     limits = httpx.Limits(max_connections=CALLS, max_keepalive_connections=CALLS)
-    async with httpx.AsyncClient(base_url=url, headers={"authorization": f"Bearer {token}"}, limits=limits,
-                                 timeout=30) as client:
+    async with httpx.AsyncClient(
+        base_url=url, headers={"authorization": f"Bearer {token}"}, limits=limits, timeout=30
+    ) as client:
         calls = [asyncio.create_task(call(client, i)) for i in range(CALLS)]
         await asyncio.wait_for(enough.wait(), 60)
         os.kill(pid, signal.SIGKILL)
@@ -118,9 +125,11 @@ def test_sigkill_mid_load_loses_no_completed_call_and_doubles_none(
     try:
         with gateway_process(env, log) as (process, url):
             secret = RECORDER.remember_secret(f"sk-crash-{uuid.uuid4().hex}")
-            created = httpx.post(f"{url}/llm-credentials", headers={"authorization": f"Bearer {token}"},
-                                 json={"provider": "openai", "secret": secret,
-                                       "base_url": f"{fake_provider.base_url}/v1"})
+            created = httpx.post(
+                f"{url}/llm-credentials",
+                headers={"authorization": f"Bearer {token}"},
+                json={"provider": "openai", "secret": secret, "base_url": f"{fake_provider.base_url}/v1"},
+            )
             assert created.status_code == 201, created.text
             completed, unfinished = asyncio.run(load_then_kill(url, token, models, process.pid))
             assert process.wait(timeout=10) == -signal.SIGKILL
@@ -131,8 +140,11 @@ def test_sigkill_mid_load_loses_no_completed_call_and_doubles_none(
             cursor = None
             while True:
                 params = {"limit": 500} | ({"cursor": cursor} if cursor else {})
-                page = httpx.get(f"{url}/economies/default/usage", params=params,
-                                 headers={"authorization": f"Bearer {admin}"}).json()
+                page = httpx.get(
+                    f"{url}/economies/default/usage",
+                    params=params,
+                    headers={"authorization": f"Bearer {admin}"},
+                ).json()
                 records += page["data"]
                 if (cursor := page["next_cursor"]) is None:
                     break

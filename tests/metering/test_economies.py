@@ -25,10 +25,16 @@ def test_default_and_config_economies_exist_under_their_uuid5_ids(admin: User) -
     assert default.status_code == 200 and team.status_code == 200
     assert default.json()["id"] == uuid5_of("default")
     assert team.json() | {"created_at": None, "updated_at": None} == {
-        "id": uuid5_of("team"), "slug": "team", "name": "Team", "currency": "USD",
-        "markup_bps": TEAM_MARKUP_BPS, "budget": "5000000000", "managed_by": "config",
+        "id": uuid5_of("team"),
+        "slug": "team",
+        "name": "Team",
+        "currency": "USD",
+        "markup_bps": TEAM_MARKUP_BPS,
+        "budget": "5000000000",
+        "managed_by": "config",
         "price_overrides": {"openai/gpt-4o-mini": {"input_per_mtok": "1.10", "output_per_mtok": "2.20"}},
-        "created_at": None, "updated_at": None,
+        "created_at": None,
+        "updated_at": None,
     }
 
 
@@ -96,8 +102,14 @@ def test_admin_and_read_usage_see_every_economy_page_by_page(
 
 def test_admin_creates_an_economy_and_a_taken_slug_is_409(admin: User) -> None:
     slug = f"acme-{uuid.uuid4().hex[:6]}"
-    body = {"slug": slug, "name": "Acme", "currency": "EUR", "markup_bps": 150, "budget": "1500",
-            "price_overrides": {"anthropic/claude-3-5-haiku-latest": {"input_per_mtok": "0.5"}}}
+    body = {
+        "slug": slug,
+        "name": "Acme",
+        "currency": "EUR",
+        "markup_bps": 150,
+        "budget": "1500",
+        "price_overrides": {"anthropic/claude-3-5-haiku-latest": {"input_per_mtok": "0.5"}},
+    }
     created = admin.client.post("/economies", json=body)
     assert created.status_code == 201
     economy = created.json()
@@ -113,8 +125,9 @@ def test_admin_creates_an_economy_and_a_taken_slug_is_409(admin: User) -> None:
 
 
 @pytest.mark.parametrize("role", ["User", "Manager", "Viewer", "ApiClient"])
-def test_only_admins_create_or_change_economies(metering_gateway: Gateway, make_economy: EconomyFactory,
-                                                role: str) -> None:
+def test_only_admins_create_or_change_economies(
+    metering_gateway: Gateway, make_economy: EconomyFactory, role: str
+) -> None:
     economy = make_economy()
     caller = metering_gateway.user(role=role, permissions=["ReadUsage"])
     created = caller.client.post("/economies", json={"slug": f"x-{uuid.uuid4().hex[:8]}", "name": "x"})
@@ -151,8 +164,9 @@ def test_bad_economy_input_is_400_and_stores_nothing(admin: User, body: dict[str
 
 
 def test_malformed_json_is_400(admin: User) -> None:
-    response = admin.client.post("/economies", content=b"{not json",
-                                 headers={"content-type": "application/json"})
+    response = admin.client.post(
+        "/economies", content=b"{not json", headers={"content-type": "application/json"}
+    )
     assert response.status_code == 400
 
 
@@ -196,8 +210,12 @@ def test_owners_manage_participants_and_members_do_not(
     added = owner.client.post(f"/economies/{economy['slug']}/participants", json={"user_id": str(member.id)})
     assert added.status_code == 201
     assert added.json() | {"created_at": None} == {
-        "economy_id": economy["id"], "kind": "user", "user_id": str(member.id), "room_id": None,
-        "role": "member", "created_at": None,
+        "economy_id": economy["id"],
+        "kind": "user",
+        "user_id": str(member.id),
+        "room_id": None,
+        "role": "member",
+        "created_at": None,
     }
     # A member sees the economy but may not manage it; an outsider does not see it at all.
     seen = [e["slug"] for e in member.client.get("/economies").json()["data"]]
@@ -208,8 +226,9 @@ def test_owners_manage_participants_and_members_do_not(
     as_outsider = outsider.client.post(path, json={"user_id": str(outsider.id)})
     assert as_outsider.status_code == 404
     # Changing a role answers 200; the list shows both.
-    promoted = owner.client.post(f"/economies/{economy['id']}/participants",
-                                 json={"user_id": str(member.id), "role": "owner"})
+    promoted = owner.client.post(
+        f"/economies/{economy['id']}/participants", json={"user_id": str(member.id), "role": "owner"}
+    )
     assert (promoted.status_code, promoted.json()["role"]) == (200, "owner")
     listed = owner.client.get(f"/economies/{economy['id']}/participants").json()["data"]
     assert sorted((p["user_id"], p["role"]) for p in listed) == sorted(
@@ -228,8 +247,9 @@ def test_a_room_participant_makes_its_members_participants(
     room = creator.client.post("/working-groups", json={"name": "billing room"})
     assert room.status_code == 201, room.text
     room_id = room.json()["id"]
-    joined = creator.client.post(f"/working-groups/{room_id}/members",
-                                 json={"user_id": str(colleague.id), "role": "member"})
+    joined = creator.client.post(
+        f"/working-groups/{room_id}/members", json={"user_id": str(colleague.id), "role": "member"}
+    )
     assert joined.status_code == 201, joined.text
     assert colleague.client.get(f"/economies/{economy['id']}").status_code == 404
     added = admin.client.post(f"/economies/{economy['id']}/participants", json={"room_id": room_id})
@@ -267,8 +287,10 @@ def test_removing_with_a_non_uuid_participant_id_is_400(admin: User, make_econom
     [
         ({"slug": "team", "name": "Again"}, "economies.2.slug: economy 'team' is declared twice"),
         ({"slug": "cheap", "name": "Cheap", "budget": "12.5"}, "economies.2.budget"),
-        ({"slug": "cheap", "name": "Cheap", "price_overrides": {"gpt-4o": {"input_per_mtok": "1"}}},
-         "economies.2.price_overrides"),
+        (
+            {"slug": "cheap", "name": "Cheap", "price_overrides": {"gpt-4o": {"input_per_mtok": "1"}}},
+            "economies.2.price_overrides",
+        ),
     ],
 )
 def test_a_bad_config_economy_is_refused_naming_its_line(

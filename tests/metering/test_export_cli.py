@@ -26,18 +26,27 @@ def run_cli(gateway: Gateway, tmp_path: Path, *args: str) -> subprocess.Complete
         "SWITCHBOARD_ENCRYPTION_KEYS": support.test_encryption_keys("k1"),
         "SWITCHBOARD_CONFIG": str(gateway.settings.config_path),
     }
-    return subprocess.run([str(SWITCHBOARD), "usage", "export", *args], env=env, capture_output=True,
-                          text=True, timeout=60, check=False)
+    return subprocess.run(
+        [str(SWITCHBOARD), "usage", "export", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_cli_export_writes_what_the_http_export_sends(
     metering_gateway: Gateway, admin: User, make_economy: EconomyFactory, tmp_path: Path
 ) -> None:
     economy = make_economy()
-    record(metering_gateway, [
-        make_outcome(economy["id"], admin.id, occurred_at=at(f"2025-04-0{day}T10:00:00+00:00"))
-        for day in (1, 2, 3)
-    ])
+    record(
+        metering_gateway,
+        [
+            make_outcome(economy["id"], admin.id, occurred_at=at(f"2025-04-0{day}T10:00:00+00:00"))
+            for day in (1, 2, 3)
+        ],
+    )
     export_path = f"/economies/{economy['id']}/usage/export"
     output = tmp_path / "usage.csv"
     to_file = run_cli(metering_gateway, tmp_path, "--economy", economy["slug"], "--output", str(output))
@@ -46,8 +55,18 @@ def test_cli_export_writes_what_the_http_export_sends(
     assert not output.with_name("usage.csv.partial").exists()
 
     window = {"from": "2025-04-02", "to": "2025-04-02"}
-    to_stdout = run_cli(metering_gateway, tmp_path, "--economy", economy["id"], "--format", "ndjson",
-                        "--from", window["from"], "--to", window["to"])
+    to_stdout = run_cli(
+        metering_gateway,
+        tmp_path,
+        "--economy",
+        economy["id"],
+        "--format",
+        "ndjson",
+        "--from",
+        window["from"],
+        "--to",
+        window["to"],
+    )
     assert to_stdout.returncode == 0, to_stdout.stderr
     http = admin.client.get(export_path, params={"format": "ndjson"} | window)
     assert to_stdout.stdout.encode() == http.content
@@ -59,10 +78,19 @@ def test_cli_export_writes_what_the_http_export_sends(
 def test_cli_export_of_an_unknown_economy_or_bad_dates_fails_clearly(
     metering_gateway: Gateway, tmp_path: Path
 ) -> None:
-    unknown = run_cli(metering_gateway, tmp_path, "--economy", "no-such-economy", "--output",
-                      str(tmp_path / "x.csv"))
+    unknown = run_cli(
+        metering_gateway, tmp_path, "--economy", "no-such-economy", "--output", str(tmp_path / "x.csv")
+    )
     assert unknown.returncode == 1 and "no-such-economy" in unknown.stderr
     assert not (tmp_path / "x.csv").exists()
-    reversed_range = run_cli(metering_gateway, tmp_path, "--economy", str(economy_id_for("default")),
-                             "--from", "2025-02-01", "--to", "2025-01-01")
+    reversed_range = run_cli(
+        metering_gateway,
+        tmp_path,
+        "--economy",
+        str(economy_id_for("default")),
+        "--from",
+        "2025-02-01",
+        "--to",
+        "2025-01-01",
+    )
     assert reversed_range.returncode == 2 and "from" in reversed_range.stderr

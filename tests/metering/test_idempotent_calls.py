@@ -25,9 +25,13 @@ def caller(metering_gateway: Gateway, fake_provider: Any) -> Iterator[Caller]:
 
 def post(client: httpx.Client, model: str, key: str, stream: bool = False) -> httpx.Response:
     return client.post(
-        "/v1/chat/completions", headers={"idempotency-key": key},
-        json={"model": f"openai/{model}", "messages": [{"role": "user", "content": "once"}],
-              "stream": stream},
+        "/v1/chat/completions",
+        headers={"idempotency-key": key},
+        json={
+            "model": f"openai/{model}",
+            "messages": [{"role": "user", "content": "once"}],
+            "stream": stream,
+        },
     )
 
 
@@ -76,9 +80,11 @@ def test_a_retry_on_another_replica_makes_no_second_call_or_record(
     metering_gateway: Gateway, make_gateway: GatewayFactory, fake_provider: Any, caller: Caller
 ) -> None:
     keys = ",".join(f"{k.kid}:{k.key.get_secret_value()}" for k in metering_gateway.settings.encryption_keys)
-    other = make_gateway(config=metering_config(fake_provider.base_url),
-                         database_url=metering_gateway.settings.database_url,
-                         env={"SWITCHBOARD_ENCRYPTION_KEYS": keys})
+    other = make_gateway(
+        config=metering_config(fake_provider.base_url),
+        database_url=metering_gateway.settings.database_url,
+        env={"SWITCHBOARD_ENCRYPTION_KEYS": keys},
+    )
     try:
         on_other = other.client(caller.user.token)
         model, key = unique_model(), uuid.uuid4().hex

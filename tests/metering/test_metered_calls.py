@@ -53,8 +53,9 @@ def the_record(user: User, request_id: str, wait: float = 0.0) -> dict[str, Any]
     return found[0]
 
 
-def chat(user: User, model: str, *, stream: bool = False, headers: dict[str, str] | None = None,
-         **body: Any) -> httpx.Response:
+def chat(
+    user: User, model: str, *, stream: bool = False, headers: dict[str, str] | None = None, **body: Any
+) -> httpx.Response:
     request_id = uuid.uuid4().hex
     response = user.client.post(
         "/v1/chat/completions",
@@ -78,14 +79,41 @@ def test_tokens_and_cost_equal_the_providers_usage_and_the_catalog_prices(
         assert response.text.endswith("data: [DONE]\n\n")
     # No waiting: the record is committed before the response's last byte.
     record = the_record(caller.user, response.headers["x-request-id"])
-    assert {k: record[k] for k in ("provider", "model", "selector", "endpoint", "stream", "status",
-                                   "prompt_tokens", "completion_tokens", "cost", "priced", "economy_id",
-                                   "user_id", "credential_id", "credential_scope", "error_code")} == {
-        "provider": provider, "model": model, "selector": selector, "endpoint": "chat.completions",
-        "stream": stream, "status": "ok", "prompt_tokens": 1234, "completion_tokens": 567,
-        "cost": nanos(1234, 567, CATALOG[selector]), "priced": True,
-        "economy_id": str(economy_id_for("default")), "user_id": str(caller.user.id),
-        "credential_id": caller.credential_ids[provider], "credential_scope": "user", "error_code": None,
+    assert {
+        k: record[k]
+        for k in (
+            "provider",
+            "model",
+            "selector",
+            "endpoint",
+            "stream",
+            "status",
+            "prompt_tokens",
+            "completion_tokens",
+            "cost",
+            "priced",
+            "economy_id",
+            "user_id",
+            "credential_id",
+            "credential_scope",
+            "error_code",
+        )
+    } == {
+        "provider": provider,
+        "model": model,
+        "selector": selector,
+        "endpoint": "chat.completions",
+        "stream": stream,
+        "status": "ok",
+        "prompt_tokens": 1234,
+        "completion_tokens": 567,
+        "cost": nanos(1234, 567, CATALOG[selector]),
+        "priced": True,
+        "economy_id": str(economy_id_for("default")),
+        "user_id": str(caller.user.id),
+        "credential_id": caller.credential_ids[provider],
+        "credential_scope": "user",
+        "error_code": None,
     }
     assert (record["input_per_mtok"], record["output_per_mtok"]) == CATALOG[selector]
     assert record["latency_ms"] >= 0 and (record["ttft_ms"] is not None) == stream
@@ -93,8 +121,9 @@ def test_tokens_and_cost_equal_the_providers_usage_and_the_catalog_prices(
 
 def test_cached_and_reasoning_tokens_are_recorded(caller: Caller, fake_provider: Any) -> None:
     model = unique_model()
-    fake_provider.enqueue(model, prompt_tokens=100, completion_tokens=50, cached_tokens=40,
-                          reasoning_tokens=20)
+    fake_provider.enqueue(
+        model, prompt_tokens=100, completion_tokens=50, cached_tokens=40, reasoning_tokens=20
+    )
     response = chat(caller.user, f"openai/{model}")
     record = the_record(caller.user, response.headers["x-request-id"])
     assert (record["cached_tokens"], record["reasoning_tokens"]) == (40, 20)
@@ -111,8 +140,11 @@ def test_x_economy_id_meters_to_that_economy_with_its_prices_and_markup(
     prices = (TEAM_OVERRIDE["input_per_mtok"], TEAM_OVERRIDE["output_per_mtok"])
     assert record["economy_id"] == str(economy_id_for("team"))
     assert record["cost"] == nanos(1000, 333, prices, TEAM_MARKUP_BPS)
-    assert (record["markup_bps"], record["price_source"], record["selector"]) == (TEAM_MARKUP_BPS, "override",
-                                                                                  "fast")
+    assert (record["markup_bps"], record["price_source"], record["selector"]) == (
+        TEAM_MARKUP_BPS,
+        "override",
+        "fast",
+    )
 
 
 def test_naming_an_economy_you_are_not_in_is_403_and_calls_nothing(
@@ -167,7 +199,9 @@ def test_a_stream_the_client_abandons_is_recorded_as_cancelled(caller: Caller, f
     fake_provider.enqueue(model, endless=True, chunk_delay=0.01)
     request_id = uuid.uuid4().hex
     with caller.user.client.stream(
-        "POST", "/v1/chat/completions", headers={"x-request-id": request_id},
+        "POST",
+        "/v1/chat/completions",
+        headers={"x-request-id": request_id},
         json={"model": f"openai/{model}", "messages": [{"role": "user", "content": "go on"}], "stream": True},
     ) as response:
         lines = response.iter_lines()
@@ -186,12 +220,18 @@ def test_every_completed_call_is_readable_at_once(caller: Caller, fake_provider:
 def test_embeddings_are_metered(caller: Caller, fake_provider: Any) -> None:
     fake_provider.enqueue("text-embedding-3-small", prompt_tokens=4321, completion_tokens=0)
     request_id = uuid.uuid4().hex
-    response = caller.user.client.post("/v1/embeddings", headers={"x-request-id": request_id},
-                                       json={"model": "openai/text-embedding-3-small", "input": "hello"})
+    response = caller.user.client.post(
+        "/v1/embeddings",
+        headers={"x-request-id": request_id},
+        json={"model": "openai/text-embedding-3-small", "input": "hello"},
+    )
     assert response.status_code == 200, response.text
     record = the_record(caller.user, request_id)
     assert (record["endpoint"], record["prompt_tokens"], record["cost"]) == (
-        "embeddings", 4321, nanos(4321, 0, ("0.02", "0")))
+        "embeddings",
+        4321,
+        nanos(4321, 0, ("0.02", "0")),
+    )
 
 
 def test_the_summary_of_real_calls_equals_the_sum_of_their_records(
@@ -200,13 +240,21 @@ def test_the_summary_of_real_calls_equals_the_sum_of_their_records(
     economy = make_economy(markup_bps=700)
     add_participant(admin.client, economy["id"], user_id=str(caller.user.id))
     for index, selector in enumerate(["fast", "claude", "gemini/gemini-2.0-flash", "openai/gpt-4o-mini"]):
-        fake_provider.enqueue(selector.split("/")[-1] if "/" in selector else None,
-                              prompt_tokens=100 + index, completion_tokens=7 * index + 1)
-        assert chat(caller.user, selector, headers={"x-economy-id": economy["slug"]},
-                    stream=index % 2 == 0).status_code == 200
+        fake_provider.enqueue(
+            selector.split("/")[-1] if "/" in selector else None,
+            prompt_tokens=100 + index,
+            completion_tokens=7 * index + 1,
+        )
+        assert (
+            chat(
+                caller.user, selector, headers={"x-economy-id": economy["slug"]}, stream=index % 2 == 0
+            ).status_code
+            == 200
+        )
     usage = admin.client.get(f"/economies/{economy['id']}/usage").json()["data"]
-    summary = admin.client.get(f"/economies/{economy['id']}/usage/summary",
-                               params={"group_by": "model"}).json()
+    summary = admin.client.get(
+        f"/economies/{economy['id']}/usage/summary", params={"group_by": "model"}
+    ).json()
     assert len(usage) == 4
     assert summary["totals"]["cost"] == str(sum(int(r["cost"]) for r in usage))
     assert summary["totals"]["prompt_tokens"] == sum(r["prompt_tokens"] for r in usage) == 406

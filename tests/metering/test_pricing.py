@@ -9,8 +9,9 @@ from switchboard.config_file import ModelEntry, PriceOverride
 from switchboard.metering.pricing import Prices, compute_cost, find_prices
 
 CATALOG = {
-    "openai/gpt-4o-mini": ModelEntry(provider="openai", model="gpt-4o-mini",
-                                     input_per_mtok="0.15", output_per_mtok="0.60"),
+    "openai/gpt-4o-mini": ModelEntry(
+        provider="openai", model="gpt-4o-mini", input_per_mtok="0.15", output_per_mtok="0.60"
+    ),
     "anthropic/claude": ModelEntry(provider="anthropic", model="claude"),
 }
 
@@ -37,8 +38,11 @@ def test_economy_override_wins_over_catalog_and_markup_applies() -> None:
 def test_each_side_falls_through_to_the_next_source() -> None:
     overrides = {"openai/gpt-4o-mini": PriceOverride(input_per_mtok="2")}
     found = find_prices("openai", "gpt-4o-mini", overrides, CATALOG, prices("9", "0.5"))
-    assert (found.input_per_mtok, found.output_per_mtok, found.source) == (Decimal("2"), Decimal("0.60"),
-                                                                           "override+catalog")
+    assert (found.input_per_mtok, found.output_per_mtok, found.source) == (
+        Decimal("2"),
+        Decimal("0.60"),
+        "override+catalog",
+    )
 
 
 def test_litellm_prices_are_used_when_economy_and_catalog_are_silent() -> None:

@@ -14,14 +14,18 @@ from tests.metering.conftest import EconomyFactory, add_participant, metering_co
 from tests.support.gateway import Gateway, User
 
 
-def resolve(gateway: Gateway, user: User, header: str | None = None, agent: str | None = None,
-            room: str | None = None) -> Economy | SwitchboardError:
+def resolve(
+    gateway: Gateway, user: User, header: str | None = None, agent: str | None = None, room: str | None = None
+) -> Economy | SwitchboardError:
     async def run() -> Economy | SwitchboardError:
         async with gateway.app.state.sessionmaker() as session:
             try:
                 return await resolve_economy(
-                    session, Principal(user_id=user.id, role=user.role), header,
-                    uuid.UUID(agent) if agent else None, uuid.UUID(room) if room else None,
+                    session,
+                    Principal(user_id=user.id, role=user.role),
+                    header,
+                    uuid.UUID(agent) if agent else None,
+                    uuid.UUID(room) if room else None,
                 )
             except SwitchboardError as error:
                 return error

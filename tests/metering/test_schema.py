@@ -12,8 +12,11 @@ from switchboard.db.base import Base
 from switchboard.metering import models
 from tests.support.gateway import Gateway
 
-TABLES = {models.EconomyRow.__tablename__, models.ParticipantRow.__tablename__,
-          models.UsageRecordRow.__tablename__}
+TABLES = {
+    models.EconomyRow.__tablename__,
+    models.ParticipantRow.__tablename__,
+    models.UsageRecordRow.__tablename__,
+}
 
 
 def _table_of(diff: Any) -> str | None:

@@ -132,8 +132,10 @@ def test_a_clean_shutdown_writes_every_queued_record(make_gateway: GatewayFactor
         held["task"] = asyncio.create_task(hold())
         while "locked" not in held:
             await asyncio.sleep(0.01)
-        held["calls"] = [asyncio.create_task(app.state.call_sink.record(make_outcome(DEFAULT, user_id)))
-                         for _ in range(1000)]
+        held["calls"] = [
+            asyncio.create_task(app.state.call_sink.record(make_outcome(DEFAULT, user_id)))
+            for _ in range(1000)
+        ]
 
     async def release() -> None:
         released.set()
@@ -163,16 +165,38 @@ def test_a_clean_shutdown_writes_every_queued_record(make_gateway: GatewayFactor
 
 def test_error_and_cancelled_calls_are_recorded_with_their_status(metering_gateway: Gateway) -> None:
     user = metering_gateway.user()
-    record(metering_gateway, [
-        make_outcome(DEFAULT, user.id, status="error", error_code="upstream_failed",
-                     prompt_tokens=0, completion_tokens=0, ttft_ms=None, request_id="req-error"),
-        make_outcome(DEFAULT, user.id, status="cancelled", stream=True, prompt_tokens=1000,
-                     completion_tokens=100, request_id="req-cancelled"),
-    ])
+    record(
+        metering_gateway,
+        [
+            make_outcome(
+                DEFAULT,
+                user.id,
+                status="error",
+                error_code="upstream_failed",
+                prompt_tokens=0,
+                completion_tokens=0,
+                ttft_ms=None,
+                request_id="req-error",
+            ),
+            make_outcome(
+                DEFAULT,
+                user.id,
+                status="cancelled",
+                stream=True,
+                prompt_tokens=1000,
+                completion_tokens=100,
+                request_id="req-cancelled",
+            ),
+        ],
+    )
     records = {r["request_id"]: r for r in user.client.get("/usage/me").json()["data"]}
     error, cancelled = records["req-error"], records["req-cancelled"]
     assert (error["status"], error["error_code"], error["cost"], error["priced"]) == (
-        "error", "upstream_failed", "0", True)
+        "error",
+        "upstream_failed",
+        "0",
+        True,
+    )
     # 1000 x 0.15 + 100 x 0.60 per million tokens = 0.00021 USD
     assert (cancelled["status"], cancelled["stream"], cancelled["cost"]) == ("cancelled", True, "210000")
 
@@ -188,14 +212,24 @@ def test_record_ids_are_generated_here_never_taken_from_the_call(metering_gatewa
 
 def test_a_record_keeps_the_prices_and_markup_it_was_costed_with(metering_gateway: Gateway) -> None:
     user = metering_gateway.user()
-    record(metering_gateway, [
-        make_outcome(economy_id_for("team"), user.id, request_id="team"),
-        make_outcome(DEFAULT, user.id, model="no-such-model-anywhere", request_id="unpriced"),
-    ])
+    record(
+        metering_gateway,
+        [
+            make_outcome(economy_id_for("team"), user.id, request_id="team"),
+            make_outcome(DEFAULT, user.id, model="no-such-model-anywhere", request_id="unpriced"),
+        ],
+    )
     records = {r["request_id"]: r for r in user.client.get("/usage/me").json()["data"]}
     team, unpriced = records["team"], records["unpriced"]
-    assert {k: team[k] for k in ("cost", "priced", "input_per_mtok", "output_per_mtok", "markup_bps",
-                                 "price_source")} == {
-        "cost": "2750000", "priced": True, "input_per_mtok": "1.10", "output_per_mtok": "2.20",
-        "markup_bps": 2500, "price_source": "override"}
+    assert {
+        k: team[k]
+        for k in ("cost", "priced", "input_per_mtok", "output_per_mtok", "markup_bps", "price_source")
+    } == {
+        "cost": "2750000",
+        "priced": True,
+        "input_per_mtok": "1.10",
+        "output_per_mtok": "2.20",
+        "markup_bps": 2500,
+        "price_source": "override",
+    }
     assert (unpriced["cost"], unpriced["priced"], unpriced["input_per_mtok"]) == ("0", False, None)

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import asyncpg
 
-POSTGRES_ADMIN_DSN = os.environ.get("SWITCHBOARD_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+POSTGRES_ADMIN_DSN = os.environ.get(
+    "SWITCHBOARD_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test"
+)
 
 
 def backend() -> str:

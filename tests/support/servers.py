@@ -15,8 +15,15 @@ class ServerThread:
         self.app = app
         self.name = name
         config = uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="warning", access_log=False,
-            lifespan="on", loop="asyncio", http="h11", timeout_graceful_shutdown=5,
+            app,
+            host="127.0.0.1",
+            port=0,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            loop="asyncio",
+            http="h11",
+            timeout_graceful_shutdown=5,
         )
         self.server = uvicorn.Server(config)
         self.loop: asyncio.AbstractEventLoop | None = None

@@ -57,8 +57,9 @@ async def check_new_version(
     """A new version of an existing id may only come from someone who manages that agent; otherwise
     anyone could publish a newer version and take over `agent:<id>` for its users."""
     if any(row.version == version for row in rows):
-        raise Conflict("this agent version already exists", details={"id": rows[0].agent_id,
-                                                                    "version": version})
+        raise Conflict(
+            "this agent version already exists", details={"id": rows[0].agent_id, "version": version}
+        )
     if not rows:
         return
     for row in rows:

@@ -17,11 +17,40 @@ from switchboard.metering import service as metering
 
 _WORD = re.compile(r"[^\W_]+")
 # Words that would match nearly every agent and drown the ones the query is about.
-_STOP_WORDS = frozenset({
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "for", "from", "help", "i", "in", "is",
-    "it", "me", "my", "need", "of", "on", "or", "please", "that", "the", "to", "who", "with",
-    "would", "you"
-})
+_STOP_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "for",
+        "from",
+        "help",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "need",
+        "of",
+        "on",
+        "or",
+        "please",
+        "that",
+        "the",
+        "to",
+        "who",
+        "with",
+        "would",
+        "you",
+    }
+)
 
 
 def hit_id(agent_id: str) -> uuid.UUID:
@@ -59,8 +88,11 @@ def hit_of(row: AgentVersion) -> DiscoveryHit:
 async def discover(session: AsyncSession, principal: Principal, request: DiscoverRequest) -> DiscoverResult:
     terms = query_terms(request.query)
     if not terms:
-        raise ValidationFailed("query has no searchable words", param="query",
-                               details={"field": "query", "problem": "no searchable words"})
+        raise ValidationFailed(
+            "query has no searchable words",
+            param="query",
+            details={"field": "query", "problem": "no searchable words"},
+        )
     rows = await newest_active(session, await audience_of(session, principal))
     scored = [(row, score) for row in rows if (score := match_score(row, terms)) > 0]
     busy = await metering.sessions_per_agent(session, [row.agent_id for row, _ in scored])

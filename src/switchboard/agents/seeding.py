@@ -48,8 +48,11 @@ def seed_specs(entries: Sequence[dict[str, Any]], rules: ResolutionRules) -> lis
 
 
 def _insert_ignoring_duplicates(session: AsyncSession, row: AgentVersion) -> Any:
-    values = {column.key: getattr(row, column.key) for column in AgentVersion.__table__.columns
-              if column.key != "row_id"}
+    values = {
+        column.key: getattr(row, column.key)
+        for column in AgentVersion.__table__.columns
+        if column.key != "row_id"
+    }
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     statement = insert(AgentVersion).values(**values)
     return statement.on_conflict_do_nothing(index_elements=["agent_id", "version"])
@@ -63,9 +66,11 @@ async def seed_agents(sessionmaker: async_sessionmaker[AsyncSession], specs: Seq
     added = 0
     async with sessionmaker() as session, session.begin():
         for spec in specs:
-            owners = set(await session.scalars(
-                select(AgentVersion.source).where(AgentVersion.agent_id == spec.id).distinct()
-            ))
+            owners = set(
+                await session.scalars(
+                    select(AgentVersion.source).where(AgentVersion.agent_id == spec.id).distinct()
+                )
+            )
             if owners - {"seed"}:
                 log.error("config agent %s not seeded: the id is taken by a published agent", spec.id)
                 continue

@@ -71,8 +71,13 @@ def _tool_names(value: JsonValue, field: str, problems: list[Problem]) -> list[s
 def _check_tools(names: list[str], field: str, known: frozenset[str], problems: list[Problem]) -> None:
     for name in names:
         if name not in known:
-            problems.append({"field": field, "problem": f"unknown tool {name!r}; the catalog offers "
-                             f"{', '.join(sorted(known)) or 'no tools'}"})
+            problems.append(
+                {
+                    "field": field,
+                    "problem": f"unknown tool {name!r}; the catalog offers "
+                    f"{', '.join(sorted(known)) or 'no tools'}",
+                }
+            )
 
 
 def _skill_problems(spec: AgentSpec, known: frozenset[str], problems: list[Problem]) -> set[str]:

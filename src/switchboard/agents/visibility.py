@@ -53,9 +53,11 @@ class Audience:
             AgentVersion.tier == "system",
             and_(AgentVersion.tier == "user", AgentVersion.owner_id == str(self.user_id)),
             and_(AgentVersion.tier == "room", AgentVersion.room_id.in_(self.room_ids))
-            if self.room_ids else false(),
+            if self.room_ids
+            else false(),
             and_(AgentVersion.tier == "economy", AgentVersion.economy_id.in_(self.economy_ids))
-            if self.economy_ids else false(),
+            if self.economy_ids
+            else false(),
         )
 
     def sees(self, row: AgentVersion) -> bool:

@@ -94,7 +94,10 @@ async def list_active(
     )
     return [
         DelegationTokenInfo(
-            id=row.id, group_id=row.room_id, delegation_scope=list(row.scope), created_at=row.created_at,
+            id=row.id,
+            group_id=row.room_id,
+            delegation_scope=list(row.scope),
+            created_at=row.created_at,
             expires_at=row.expires_at,
         )
         for row in rows

@@ -34,9 +34,9 @@ def require_roles(*roles: str) -> Callable[[Principal], Awaitable[Principal]]:
     return dependency
 
 
-def require_permission(name: str, *, or_roles: tuple[str, ...] = ("Admin", "SuperAdmin")) -> Callable[
-    [Principal], Awaitable[Principal]
-]:
+def require_permission(
+    name: str, *, or_roles: tuple[str, ...] = ("Admin", "SuperAdmin")
+) -> Callable[[Principal], Awaitable[Principal]]:
     async def dependency(principal: CurrentPrincipal) -> Principal:
         if not (principal.has_permission(name) or principal.role in or_roles):
             raise Forbidden(f"Insufficient permissions: {name}")

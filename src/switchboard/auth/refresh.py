@@ -71,8 +71,11 @@ async def _rotate(context: AuthContext, session: AsyncSession, digest: str) -> L
         CursorResult[Any],
         await session.execute(
             update(RefreshToken)
-            .where(RefreshToken.token_hash == digest, RefreshToken.used_at.is_(None),
-                   RefreshToken.expires_at > now)
+            .where(
+                RefreshToken.token_hash == digest,
+                RefreshToken.used_at.is_(None),
+                RefreshToken.expires_at > now,
+            )
             .values(used_at=now)
             .execution_options(synchronize_session=False)
         ),

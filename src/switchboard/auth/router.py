@@ -46,8 +46,9 @@ async def post_api_key(body: ApiKeyExchangeRequest, session: DbSession, auth: Au
     return await api_keys.exchange(auth, session, body.api_key.get_secret_value())
 
 
-@router.post("/auth/api-key/generate", status_code=status.HTTP_201_CREATED,
-             operation_id="generateApiKey_Auth")
+@router.post(
+    "/auth/api-key/generate", status_code=status.HTTP_201_CREATED, operation_id="generateApiKey_Auth"
+)
 async def generate_api_key(
     body: ApiKeyIssueRequest, principal: CurrentPrincipal, session: DbSession, auth: Auth
 ) -> ApiKeyIssued:
@@ -72,8 +73,9 @@ async def protected_jwt(principal: CurrentPrincipal) -> CallerClaims:
     return caller_claims(principal)
 
 
-@router.post("/auth/delegation/jwt", status_code=status.HTTP_201_CREATED,
-             operation_id="createDelegation_Auth")
+@router.post(
+    "/auth/delegation/jwt", status_code=status.HTTP_201_CREATED, operation_id="createDelegation_Auth"
+)
 async def create_delegation(
     body: DelegationRequest, principal: Delegator, session: DbSession, auth: Auth
 ) -> DelegationResult:
@@ -89,7 +91,8 @@ async def list_delegation_tokens(
 
 
 @router.delete(
-    "/auth/delegation/tokens/{token_id}", status_code=status.HTTP_204_NO_CONTENT,
+    "/auth/delegation/tokens/{token_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
     operation_id="revokeDelegationToken_Auth",
 )
 async def revoke_delegation_token(token_id: str, principal: CurrentPrincipal, session: DbSession) -> Response:
@@ -99,10 +102,18 @@ async def revoke_delegation_token(token_id: str, principal: CurrentPrincipal, se
 
 # The older paths the seed also gives; same handlers, marked deprecated in the OpenAPI document.
 router.add_api_route(
-    "/auth/delegation-tokens", list_delegation_tokens, methods=["GET"], deprecated=True,
-    operation_id="listDelegationTokensLegacy_Auth", response_model=Page[DelegationTokenInfo],
+    "/auth/delegation-tokens",
+    list_delegation_tokens,
+    methods=["GET"],
+    deprecated=True,
+    operation_id="listDelegationTokensLegacy_Auth",
+    response_model=Page[DelegationTokenInfo],
 )
 router.add_api_route(
-    "/auth/delegation-tokens/{token_id}", revoke_delegation_token, methods=["DELETE"], deprecated=True,
-    status_code=status.HTTP_204_NO_CONTENT, operation_id="revokeDelegationTokenLegacy_Auth",
+    "/auth/delegation-tokens/{token_id}",
+    revoke_delegation_token,
+    methods=["DELETE"],
+    deprecated=True,
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="revokeDelegationTokenLegacy_Auth",
 )

@@ -41,7 +41,7 @@ def well_formed(token: str, prefix: str) -> bool:
     """Prefix, length, alphabet and checksum all right (says nothing about whether it was issued)."""
     if len(token) != len(prefix) + BODY_LENGTH + CHECKSUM_LENGTH or not token.startswith(prefix):
         return False
-    rest = token[len(prefix):]
+    rest = token[len(prefix) :]
     if any(char not in _INDEX for char in rest):
         return False
     head, tail = token[:-CHECKSUM_LENGTH], token[-CHECKSUM_LENGTH:]

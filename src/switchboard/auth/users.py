@@ -31,12 +31,16 @@ async def create_user(
     if role not in ROLES:
         raise ValidationFailed(f"role must be one of {', '.join(ROLES)}", param="role")
     if len(password) < MIN_PASSWORD_LENGTH:
-        raise ValidationFailed(f"password must have at least {MIN_PASSWORD_LENGTH} characters",
-                               param="password")
+        raise ValidationFailed(
+            f"password must have at least {MIN_PASSWORD_LENGTH} characters", param="password"
+        )
     if await session.scalar(select(User.id).where(User.email == address)) is not None:
         raise Conflict("a user with this email exists")
     user = User(
-        id=uuid.uuid4(), email=address, role=role, password_hash=await passwords.hash(password),
+        id=uuid.uuid4(),
+        email=address,
+        role=role,
+        password_hash=await passwords.hash(password),
         created_at=utcnow(),
     )
     session.add(user)

@@ -27,7 +27,7 @@ async def rooms_of(session: AsyncSession, user_id: uuid.UUID) -> list[uuid.UUID]
 
 
 async def role_in(session: AsyncSession, economy_id: uuid.UUID, user_id: uuid.UUID) -> str | None:
-    """"owner", "member" or None. Users are named directly or through a room they belong to;
+    """ "owner", "member" or None. Users are named directly or through a room they belong to;
     rooms confer membership only. Everyone is at least a member of `default`.
     """
     direct = await session.scalar(
@@ -44,11 +44,13 @@ async def role_in(session: AsyncSession, economy_id: uuid.UUID, user_id: uuid.UU
     rooms = await rooms_of(session, user_id)
     if rooms:
         via_room = await session.scalar(
-            select(ParticipantRow.economy_id).where(
+            select(ParticipantRow.economy_id)
+            .where(
                 ParticipantRow.economy_id == economy_id,
                 ParticipantRow.kind == "room",
                 ParticipantRow.participant_id.in_(rooms),
-            ).limit(1)
+            )
+            .limit(1)
         )
         if via_room is not None:
             return MEMBER

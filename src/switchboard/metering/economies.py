@@ -107,7 +107,7 @@ def check_config_economies(config: GatewayConfig) -> None:
         if as_uuid(entry.slug) is not None:
             raise ConfigError(f"{where}.slug: a slug must not look like a UUID")
         if entry.budget is not None and not _AMOUNT.match(entry.budget):
-            raise ConfigError(f"{where}.budget: an integer string of nano-units, such as \"5000000000\"")
+            raise ConfigError(f'{where}.budget: an integer string of nano-units, such as "5000000000"')
         for key in entry.price_overrides:
             provider, sep, model = key.partition("/")
             if not sep or provider not in PROVIDERS or not model:
@@ -132,12 +132,19 @@ async def sync_config_economies(session: AsyncSession, config: GatewayConfig) ->
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     for entry in entries:
-        values = {"id": economy_id_for(entry.slug), **_entry_values(entry), "created_at": now,
-                  "updated_at": now}
+        values = {
+            "id": economy_id_for(entry.slug),
+            **_entry_values(entry),
+            "created_at": now,
+            "updated_at": now,
+        }
         await session.execute(insert(EconomyRow).values(**values).on_conflict_do_nothing())
-    rows = {row.slug: row for row in (await session.scalars(
-        select(EconomyRow).where(EconomyRow.slug.in_([e.slug for e in entries]))
-    )).all()}
+    rows = {
+        row.slug: row
+        for row in (
+            await session.scalars(select(EconomyRow).where(EconomyRow.slug.in_([e.slug for e in entries])))
+        ).all()
+    }
     for entry in entries:
         row = rows.get(entry.slug)
         if row is None or row.id != economy_id_for(entry.slug):

@@ -27,8 +27,9 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-async def _export(database_url: str, economy_ref: str, usage: UsageFilter, fmt: ExportFormat,
-                  output: str | None) -> int:
+async def _export(
+    database_url: str, economy_ref: str, usage: UsageFilter, fmt: ExportFormat, output: str | None
+) -> int:
     engine = make_engine(database_url)
     sessionmaker = make_sessionmaker(engine)
     try:

@@ -59,8 +59,11 @@ async def list_participants(
     return await manage.participants(session, principal, economy, cursor, limit)
 
 
-@router.post("/{economy}/participants", status_code=status.HTTP_201_CREATED,
-             operation_id="addEconomyParticipant_Economies")
+@router.post(
+    "/{economy}/participants",
+    status_code=status.HTTP_201_CREATED,
+    operation_id="addEconomyParticipant_Economies",
+)
 async def add_participant(
     economy: str, body: ParticipantIn, principal: CurrentPrincipal, session: DbSession, response: Response
 ) -> ParticipantOut:
@@ -71,8 +74,11 @@ async def add_participant(
     return participant
 
 
-@router.delete("/{economy}/participants/{participant_id}", status_code=status.HTTP_204_NO_CONTENT,
-               operation_id="removeEconomyParticipant_Economies")
+@router.delete(
+    "/{economy}/participants/{participant_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="removeEconomyParticipant_Economies",
+)
 async def remove_participant(
     economy: str, participant_id: str, principal: CurrentPrincipal, session: DbSession
 ) -> Response:

@@ -47,7 +47,7 @@ class PriceOverrideIn(_Input):
         try:
             parsed = Decimal(value)
         except InvalidOperation:
-            raise ValueError("a price is a decimal string such as \"0.15\"") from None
+            raise ValueError('a price is a decimal string such as "0.15"') from None
         if not parsed.is_finite() or parsed < 0:
             raise ValueError("a price is a finite decimal >= 0")
         return value

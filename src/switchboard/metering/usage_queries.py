@@ -106,7 +106,7 @@ async def summarize(session: AsyncSession, usage: UsageFilter, group_by: GroupBy
     totals = dict.fromkeys(("requests", *SUMMED, "unpriced_requests"), 0)
     for result in (await session.execute(query)).all():
         parts = tuple(result[: len(keys)])
-        counts = [int(value) for value in result[len(keys):]]
+        counts = [int(value) for value in result[len(keys) :]]
         named = dict(zip(("requests", *SUMMED, "unpriced_requests"), counts, strict=True))
         for name, value in named.items():
             totals[name] += value

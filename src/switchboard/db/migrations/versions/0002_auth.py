@@ -56,7 +56,9 @@ def upgrade() -> None:
         _when("revoked_at", nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_auth_refresh_families"),
         sa.ForeignKeyConstraint(
-            ["api_key_id"], ["auth_api_keys.id"], ondelete="CASCADE",
+            ["api_key_id"],
+            ["auth_api_keys.id"],
+            ondelete="CASCADE",
             name="fk_auth_refresh_families_api_key_id_auth_api_keys",
         ),
     )
@@ -71,7 +73,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_auth_refresh_tokens"),
         sa.UniqueConstraint("token_hash", name="uq_auth_refresh_tokens_token_hash"),
         sa.ForeignKeyConstraint(
-            ["family_id"], ["auth_refresh_families.id"], ondelete="CASCADE",
+            ["family_id"],
+            ["auth_refresh_families.id"],
+            ondelete="CASCADE",
             name="fk_auth_refresh_tokens_family_id_auth_refresh_families",
         ),
     )

@@ -39,7 +39,9 @@ def upgrade() -> None:
         sa.Column("role", sa.String(8), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
-            ["economy_id"], ["economies.id"], ondelete="CASCADE",
+            ["economy_id"],
+            ["economies.id"],
+            ondelete="CASCADE",
             name="fk_economy_participants_economy_id_economies",
         ),
         sa.PrimaryKeyConstraint("economy_id", "participant_id", name="pk_economy_participants"),
