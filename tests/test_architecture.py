@@ -61,6 +61,10 @@ def test_litellm_is_imported_only_under_upstream() -> None:
     assert offenders("litellm", "upstream") == []
 
 
+def test_aiohttp_is_imported_only_under_upstream() -> None:
+    assert offenders("aiohttp", "upstream") == []
+
+
 def test_pyjwt_is_imported_only_under_auth() -> None:
     assert offenders("jwt", "auth") == []
 
@@ -95,8 +99,8 @@ def test_http_exception_is_never_used() -> None:
     assert found == []
 
 
-def test_routers_import_no_sqlalchemy_httpx_or_litellm() -> None:
-    banned = {"sqlalchemy", "httpx", "litellm"}
+def test_routers_import_no_sqlalchemy_http_client_or_litellm() -> None:
+    banned = {"sqlalchemy", "httpx", "aiohttp", "litellm"}
     found = {
         rel(path): sorted(imported_roots(tree) & banned)
         for path, tree in modules()
