@@ -32,47 +32,49 @@ async def chat_completions(request: Request, principal: Principal) -> Response:
     raw = await request.body()
     body = parse_json_object(raw)
     stream = check_chat_body(body)
-    wants_usage = client_wants_usage(body)
-    state = request.app.state
-    async with state.sessionmaker() as session:
-        call = await prepare_call(
-            state=state,
-            session=session,
-            principal=principal,
-            headers=request.headers,
-            body=body,
-            endpoint="chat.completions",
-            stream=stream,
-            request_id=_request_id(request),
-        )
-    claim = await claim_or_replay(state, principal, request.headers, request.url.path, raw)
-    if isinstance(claim, Response):
-        return claim
-    if stream:
-        return await relay_stream(state, call, wants_usage, claim)  # type: ignore[return-value]
-    return await relay_json(state, call, "chat", claim)
+    return await _call(request, principal, raw, body, "chat.completions", stream, client_wants_usage(body))
 
 
 async def embeddings(request: Request, principal: Principal) -> Response:
     raw = await request.body()
     body = parse_json_object(raw)
     check_embeddings_body(body)
+    return await _call(request, principal, raw, body, "embeddings", False, False)
+
+
+async def _call(
+    request: Request,
+    principal: Principal,
+    raw: bytes,
+    body: dict[str, Any],
+    endpoint: str,
+    stream: bool,
+    wants_usage: bool,
+) -> Response:
     state = request.app.state
-    async with state.sessionmaker() as session:
-        call = await prepare_call(
-            state=state,
-            session=session,
-            principal=principal,
-            headers=request.headers,
-            body=body,
-            endpoint="embeddings",
-            stream=False,
-            request_id=_request_id(request),
-        )
+    # A retry replays what the first call answered, whatever has changed since (a credential removed…).
     claim = await claim_or_replay(state, principal, request.headers, request.url.path, raw)
     if isinstance(claim, Response):
         return claim
-    return await relay_json(state, call, "embeddings", claim)
+    try:
+        async with state.sessionmaker() as session:
+            call = await prepare_call(
+                state=state,
+                session=session,
+                principal=principal,
+                headers=request.headers,
+                body=body,
+                endpoint=endpoint,
+                stream=stream,
+                request_id=_request_id(request),
+            )
+    except BaseException:
+        if claim is not None:
+            await state.idempotency.release(claim)  # nothing ran: a retry may try again
+        raise
+    if stream:
+        return await relay_stream(state, call, wants_usage, claim)
+    return await relay_json(state, call, "embeddings" if endpoint == "embeddings" else "chat", claim)
 
 
 def _model_object(model_id: str, owned_by: str) -> dict[str, Any]:
