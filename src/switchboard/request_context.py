@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from switchboard.error_shapes import error_body, surface_for
 from switchboard.errors import PayloadTooLarge, SwitchboardError
+from switchboard.kit.asgi import header
 
 log = logging.getLogger("switchboard.access")
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -20,13 +21,6 @@ _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 
 class _BodyTooLarge(Exception):
     pass
-
-
-def _header(scope: Scope, name: bytes) -> bytes | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return bytes(value)
-    return None
 
 
 class RequestContextMiddleware:
@@ -39,7 +33,7 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        given = _header(scope, b"x-request-id")
+        given = header(scope, b"x-request-id")
         given_text = given.decode("latin-1") if given else ""
         request_id = given_text if _VALID_REQUEST_ID.match(given_text) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
@@ -80,7 +74,7 @@ class RequestContextMiddleware:
             return message
 
         try:
-            declared = _header(scope, b"content-length")
+            declared = header(scope, b"content-length")
             if declared is not None and declared.isdigit() and int(declared) > limit:
                 await _send_error(emit, path, too_large)
                 return

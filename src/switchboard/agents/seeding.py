@@ -8,8 +8,6 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 from sqlalchemy import CursorResult, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from switchboard.agents.models import AgentVersion
@@ -17,6 +15,7 @@ from switchboard.agents.publishing import new_row
 from switchboard.agents.schemas import AgentSpec
 from switchboard.agents.validation import ResolutionRules, resolve_spec
 from switchboard.config_file import ConfigError
+from switchboard.db.upsert import insert_for
 from switchboard.errors import Unprocessable
 
 log = logging.getLogger("switchboard.agents")
@@ -53,7 +52,7 @@ def _insert_ignoring_duplicates(session: AsyncSession, row: AgentVersion) -> Any
         for column in AgentVersion.__table__.columns
         if column.key != "row_id"
     }
-    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    insert = insert_for(session.get_bind().dialect.name)
     statement = insert(AgentVersion).values(**values)
     return statement.on_conflict_do_nothing(index_elements=["agent_id", "version"])
 

@@ -19,6 +19,7 @@ from switchboard.idempotency.service import (
     refusal,
     releases_key,
 )
+from switchboard.kit.asgi import header
 
 log = logging.getLogger("switchboard.idempotency")
 
@@ -31,13 +32,6 @@ STORED_HEADER_PREFIX = "x-switchboard-"
 REPLAYED_HEADER = (b"idempotent-replayed", b"true")
 
 
-def _header(scope: Scope, name: bytes) -> bytes | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return bytes(value)
-    return None
-
-
 class IdempotencyMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -47,7 +41,7 @@ class IdempotencyMiddleware:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        raw_key = _header(scope, b"idempotency-key")
+        raw_key = header(scope, b"idempotency-key")
         store: IdempotencyStore | None = getattr(scope["app"].state, "idempotency", None)
         if raw_key is None or store is None or scope["path"].startswith(SELF_HANDLED_PREFIXES):
             await self.app(scope, receive, send)
@@ -78,7 +72,7 @@ class IdempotencyMiddleware:
 
 
 async def _principal(scope: Scope) -> Principal | None:
-    authorization = _header(scope, b"authorization")
+    authorization = header(scope, b"authorization")
     if authorization is None:
         return None
     try:

@@ -13,9 +13,9 @@ from typing import Any, cast
 
 import orjson
 from sqlalchemy import Table, delete, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from switchboard.db.upsert import insert_for
 from switchboard.errors import BadRequest, Conflict, IdempotencyConflict, SwitchboardError
 from switchboard.idempotency.models import DONE, IN_FLIGHT, IdempotencyRecord
 from switchboard.kit.clock import utcnow
@@ -121,8 +121,7 @@ class IdempotencyStore:
         self._ttl = timedelta(seconds=ttl_seconds)
         self._lease = timedelta(seconds=lease_seconds)
         self._claims: set[Claim] = set()
-        dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
-        self._insert = dialect.insert
+        self._insert = insert_for(engine.dialect.name)
 
     async def begin(self, scope: str, key: str, fingerprint: str) -> BeginResult:
         # A few rounds: the row we collided with may be released or taken over between statements.

@@ -10,11 +10,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchboard.config_file import PROVIDERS, ConfigError, EconomyEntry, GatewayConfig, PriceOverride
+from switchboard.db.upsert import insert_for
 from switchboard.errors import Conflict, NotFound
 from switchboard.kit.clock import utcnow
 from switchboard.metering.models import EconomyRow
@@ -129,8 +129,7 @@ async def sync_config_economies(session: AsyncSession, config: GatewayConfig) ->
     """
     entries = config_entries(config)
     now = utcnow()
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    insert = insert_for(session.get_bind().dialect.name)
     for entry in entries:
         values = {
             "id": economy_id_for(entry.slug),

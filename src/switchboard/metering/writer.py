@@ -12,11 +12,12 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, cast
 
 from sqlalchemy import Engine, Table
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from switchboard.config_file import ModelEntry
 from switchboard.db.engine import make_sync_sqlite_engine
+from switchboard.db.upsert import insert_for
 from switchboard.errors import ServiceUnavailable
 from switchboard.metering.economies import Economy, economies_by_id
 from switchboard.metering.models import UsageRecordRow
@@ -189,8 +190,7 @@ class UsageWriter:
         async with self._sessionmaker() as session, session.begin():
             economies = await self._economies_of(session, batch)
             rows = [self._row(p, economies.get(p.outcome.economy_id)) for p in batch]
-            dialect = session.get_bind().dialect.name
-            insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+            insert = insert_for(session.get_bind().dialect.name)
             # DO NOTHING: a retry after a commit whose acknowledgement was lost must not double a record.
             await session.execute(insert(_TABLE).on_conflict_do_nothing(), rows)
 
