@@ -94,6 +94,7 @@ def make_gateway(
         config: dict[str, Any] | str | None = None,
         env: dict[str, str] | None = None,
         database_url: str | None = None,
+        fast_model_calls: bool = True,
     ) -> Gateway:
         data_dir = session_dir / f"gw-{uuid.uuid4().hex[:8]}"
         data_dir.mkdir()
@@ -101,7 +102,8 @@ def make_gateway(
         config_path = write_config(
             data_dir, config if config is not None else default_test_config(fake_provider.base_url)
         )
-        gateway = start_gateway(build_settings(data_dir, db_url, config_path, env))
+        settings = build_settings(data_dir, db_url, config_path, env)
+        gateway = start_gateway(settings, fast_model_calls=fast_model_calls)
         started.append(gateway)
         return gateway
 

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from switchboard import API_VERSION
 from switchboard.auth.authenticator import Authenticator
@@ -16,6 +17,7 @@ from switchboard.db.engine import make_engine, make_sessionmaker
 from switchboard.db.migrate import upgrade
 from switchboard.error_shapes import install_error_handlers
 from switchboard.idempotency.middleware import IdempotencyMiddleware
+from switchboard.llm import fast_routes
 from switchboard.logging_setup import configure_logging
 from switchboard.request_context import RequestContextMiddleware
 from switchboard.settings import Settings, load_settings
@@ -100,10 +102,24 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await engine.dispose()
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+class SwitchboardApp(FastAPI):
+    """FastAPI, except that POSTs to the model-call routes skip the framework (llm/fast_routes.py)."""
+
+    model_calls: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.model_calls is not None and fast_routes.takes(scope):
+            scope["app"] = self
+            await self.model_calls(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
+def create_app(settings: Settings | None = None, *, fast_model_calls: bool = True) -> FastAPI:
+    """`fast_model_calls=False` routes model calls through FastAPI too (tests compare the two)."""
     settings = settings or load_settings()
     configure_logging(settings.log_level, settings.log_format)
-    app = FastAPI(
+    app = SwitchboardApp(
         title="Switchboard",
         version=API_VERSION,
         openapi_tags=OPENAPI_TAGS,
@@ -121,4 +137,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Added first, so it runs inside RequestContextMiddleware (request id, body limit, log line).
     app.add_middleware(IdempotencyMiddleware)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    if fast_model_calls:
+        # The same request context as every other route: request id, body limit, log line, last-resort 500.
+        app.model_calls = RequestContextMiddleware(
+            fast_routes.endpoint(app.state), max_body_bytes=settings.max_body_bytes
+        )
     return app

@@ -82,11 +82,16 @@ def _describe_validation(exc: RequestValidationError) -> tuple[str, list[dict[st
     return f"{first['field']}: {first['problem']}", problems, first["field"]
 
 
+def switchboard_error_response(error: SwitchboardError, path: str) -> Response:
+    """A raised SwitchboardError as its response; the framework's handler and llm/fast_routes.py share it."""
+    if error.status >= 500:
+        log.warning("request failed: %s %s", error.code, type(error).__name__)
+    return error_response(error, path)
+
+
 async def _on_switchboard_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, SwitchboardError)
-    if exc.status >= 500:
-        log.warning("request failed: %s %s", exc.code, type(exc).__name__)
-    return error_response(exc, request.url.path)
+    return switchboard_error_response(exc, request.url.path)
 
 
 async def _on_validation_error(request: Request, exc: Exception) -> Response:

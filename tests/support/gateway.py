@@ -113,7 +113,7 @@ def build_settings(
     return load_settings(base)
 
 
-def start_gateway(settings: Settings) -> Gateway:
-    server = ServerThread(create_app(settings), name="gateway").start()
+def start_gateway(settings: Settings, *, fast_model_calls: bool = True) -> Gateway:
+    server = ServerThread(create_app(settings, fast_model_calls=fast_model_calls), name="gateway").start()
     codec = TokenCodec(settings.jwt_secret.get_secret_value(), settings.jwt_audience)
     return Gateway(settings=settings, server=server, tokens=TokenFactory(codec))

@@ -27,7 +27,15 @@ OpenAIBody = Annotated[
     },
 )
 async def chat_completions(request: Request, principal: CurrentPrincipal) -> Any:
-    return await service.chat_completions(request, principal)
+    # POST traffic normally takes llm/fast_routes.py; this route documents it and serves the rest.
+    return await service.chat_completions(
+        request.app.state,
+        principal,
+        request.headers,
+        request.url.path,
+        service.request_id_of(request),
+        await request.body(),
+    )
 
 
 @router.post(
@@ -39,7 +47,14 @@ async def chat_completions(request: Request, principal: CurrentPrincipal) -> Any
     },
 )
 async def embeddings(request: Request, principal: CurrentPrincipal) -> Response:
-    return await service.embeddings(request, principal)
+    return await service.embeddings(
+        request.app.state,
+        principal,
+        request.headers,
+        request.url.path,
+        service.request_id_of(request),
+        await request.body(),
+    )
 
 
 @router.get("/models", operation_id="listModels_LLM")

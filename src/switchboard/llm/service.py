@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
@@ -24,36 +25,45 @@ from switchboard.llm.request_body import (
 )
 
 
-def _request_id(request: Request) -> str:
+def request_id_of(request: Request) -> str:
     return str(request.scope.get("state", {}).get("request_id") or uuid.uuid4().hex)
 
 
-async def chat_completions(request: Request, principal: Principal) -> Response:
-    raw = await request.body()
+async def chat_completions(
+    state: Any, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
+) -> Response:
     body = parse_json_object(raw)
     stream = check_chat_body(body)
-    return await _call(request, principal, raw, body, "chat.completions", stream, client_wants_usage(body))
+    call = _CallRequest(state, principal, headers, path, request_id, raw, body)
+    return await _call(call, "chat.completions", stream, client_wants_usage(body))
 
 
-async def embeddings(request: Request, principal: Principal) -> Response:
-    raw = await request.body()
+async def embeddings(
+    state: Any, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
+) -> Response:
     body = parse_json_object(raw)
     check_embeddings_body(body)
-    return await _call(request, principal, raw, body, "embeddings", False, False)
+    call = _CallRequest(state, principal, headers, path, request_id, raw, body)
+    return await _call(call, "embeddings", False, False)
 
 
-async def _call(
-    request: Request,
-    principal: Principal,
-    raw: bytes,
-    body: dict[str, Any],
-    endpoint: str,
-    stream: bool,
-    wants_usage: bool,
-) -> Response:
-    state = request.app.state
+@dataclass(slots=True)
+class _CallRequest:
+    """What a /v1 model call arrived with, whichever way it was routed (fast path or framework)."""
+
+    state: Any
+    principal: Principal
+    headers: Headers
+    path: str
+    request_id: str
+    raw: bytes
+    body: dict[str, Any]
+
+
+async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage: bool) -> Response:
+    state = request.state
     # A retry replays what the first call answered, whatever has changed since (a credential removed…).
-    claim = await claim_or_replay(state, principal, request.headers, request.url.path, raw)
+    claim = await claim_or_replay(state, request.principal, request.headers, request.path, request.raw)
     if isinstance(claim, Response):
         return claim
     try:
@@ -61,12 +71,12 @@ async def _call(
             call = await prepare_call(
                 state=state,
                 session=session,
-                principal=principal,
+                principal=request.principal,
                 headers=request.headers,
-                body=body,
+                body=request.body,
                 endpoint=endpoint,
                 stream=stream,
-                request_id=_request_id(request),
+                request_id=request.request_id,
             )
     except BaseException:
         if claim is not None:

@@ -1,0 +1,69 @@
+"""POST /v1/chat/completions and /v1/embeddings as plain ASGI handlers.
+
+These two routes carry the traffic. Through FastAPI each call also paid for routing, dependency
+solving, a Request object and four layers of exception middleware: about a fifth of the gateway's
+CPU per call at concurrency 1 (bench/run --profile). `app.py` sends them here instead; the FastAPI
+routes in router.py stay, for OpenAPI and for an app mounted under a prefix, and answer the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from switchboard.auth.principal import Principal
+from switchboard.error_shapes import switchboard_error_response
+from switchboard.errors import SwitchboardError
+from switchboard.llm import service
+
+Handler = Callable[[Any, Principal, Headers, str, str, bytes], Awaitable[Response]]
+
+HANDLERS: dict[str, Handler] = {
+    "/v1/chat/completions": service.chat_completions,
+    "/v1/embeddings": service.embeddings,
+}
+
+
+def takes(scope: Scope) -> bool:
+    return scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in HANDLERS
+
+
+class _ClientGone(Exception):
+    pass
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGone
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def endpoint(state: Any) -> ASGIApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await serve(state, scope, receive, send)
+
+    return app
+
+
+async def serve(state: Any, scope: Scope, receive: Receive, send: Send) -> None:
+    """One model call; runs inside RequestContextMiddleware (request id, body limit, last-resort 500)."""
+    path: str = scope["path"]
+    try:
+        headers = Headers(scope=scope)
+        principal = await state.authenticator.authenticate(headers.get("authorization"))
+        raw = await _read_body(receive)
+        response = await HANDLERS[path](state, principal, headers, path, scope["state"]["request_id"], raw)
+    except SwitchboardError as error:
+        response = switchboard_error_response(error, path)
+    except _ClientGone:
+        return
+    await response(scope, receive, send)
