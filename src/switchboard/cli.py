@@ -34,7 +34,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         port=args.port,
         workers=args.workers,
         loop="uvloop",
-        http="httptools",
+        http="switchboard.server_protocol:HttpToolsHeadHolding",  # uvicorn httptools, one send per response
         access_log=False,
         log_level="warning",
         timeout_graceful_shutdown=30,
