@@ -14,7 +14,7 @@ from switchboard.errors import BadRequest, SwitchboardError
 from switchboard.upstream import provider_errors, session_exchange
 from switchboard.upstream.session_exchange import FAILURES
 from switchboard.upstream.sessions import SessionPool
-from switchboard.upstream.sse import Event, EventSplitter
+from switchboard.upstream.sse import EventSplitter
 from switchboard.upstream.types import (
     StreamEvent,
     UpstreamReply,
@@ -83,10 +83,9 @@ class OpenAIStream(UpstreamStream):
         self._timeouts = relay.sessions.timeouts
         self._response: aiohttp.ClientResponse | None = None
         self._splitter = EventSplitter()
-        self._pending: deque[Event] = deque()
+        self._pending: deque[StreamEvent] = deque()
         self._deadline = 0.0
         self._started = False  # an event went out: from now on the idle timeout applies
-        self._done = False  # `data: [DONE]` seen
         self._eof = False
         self._closed = False
 
@@ -105,19 +104,11 @@ class OpenAIStream(UpstreamStream):
                     _auth(self._target),
                     self._deadline,
                 )
-            while True:
-                while self._pending:
-                    event = self._pending.popleft()
-                    if event.done:
-                        self._done = True  # the caller sends its own [DONE]
-                        continue
-                    if event.usage is not None:
-                        self.usage = event.usage
-                    self._started = True
-                    return StreamEvent(event.data, event.is_usage_only)
-                if self._eof:
-                    break
+            while not self._pending and not self._eof:
                 await self._read_more()
+            if self._pending:
+                self._started = True
+                return self._pending.popleft()
         except SwitchboardError:
             await self.aclose()
             raise
@@ -133,21 +124,14 @@ class OpenAIStream(UpstreamStream):
         raise StopAsyncIteration
 
     def ready(self) -> list[StreamEvent]:
-        taken: list[StreamEvent] = []
-        while self._pending:
-            event = self._pending.popleft()
-            if event.done:
-                self._done = True
-                continue
-            if event.usage is not None:
-                self.usage = event.usage
-            taken.append(StreamEvent(event.data, event.is_usage_only))
+        taken = list(self._pending)
+        self._pending.clear()
         return taken
 
     async def _read_more(self) -> None:
         assert self._response is not None
         content = self._response.content
-        if self._done:
+        if self._splitter.done:  # the caller sends its own [DONE]
             # Read on to the end of the body so the connection goes back to the pool, but a server
             # that keeps it open after [DONE] has still answered in full.
             try:
@@ -166,6 +150,7 @@ class OpenAIStream(UpstreamStream):
         else:
             self._eof = True
             self._pending.extend(self._splitter.flush())
+        self.usage = self._splitter.usage
 
     async def aclose(self) -> None:
         if self._closed:

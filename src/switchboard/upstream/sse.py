@@ -3,65 +3,82 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import orjson
 
-from switchboard.upstream.types import Usage
+from switchboard.upstream.types import StreamEvent, Usage
 
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _NULL_USAGE = (b'"usage":null', b'"usage": null')
-
-
-@dataclass(frozen=True)
-class Event:
-    data: bytes  # the event exactly as the provider sent it, terminator included
-    done: bool = False  # `data: [DONE]`
-    usage: Usage | None = None
-    is_usage_only: bool = False
+_DONE = (b"data: [DONE]", b"data:[DONE]")
 
 
 class EventSplitter:
-    """Feed it byte chunks as they arrive; it returns the whole events completed so far."""
+    """Feed it byte chunks as they arrive; it returns the whole events completed so far, each exactly
+    as the provider sent it. `[DONE]`, comments and blank keep-alives are not returned; `done` and
+    `usage` record what they and the usage chunk said."""
 
-    __slots__ = ("_buffer",)
+    __slots__ = ("_buffer", "done", "usage")
 
     def __init__(self) -> None:
         self._buffer = b""
+        self.done = False  # `data: [DONE]` seen
+        self.usage: Usage | None = None
 
-    def feed(self, chunk: bytes) -> list[Event]:
+    def feed(self, chunk: bytes) -> list[StreamEvent]:
         buffer = self._buffer + chunk if self._buffer else chunk
-        events: list[Event] = []
+        if b"\r" in buffer:  # JSON escapes control characters, so a CR can only be a line ending
+            return self._feed_any_line_ending(buffer)
+        events: list[StreamEvent] = []
+        find = buffer.find
+        start = 0
+        while (end := find(b"\n\n", start)) != -1:
+            end += 2
+            raw = buffer[start:end]
+            # Almost every event is one `data: {…}` chunk without usage: relayed without a look inside.
+            if raw[:7] == b"data: {" and b'"usage"' not in raw:
+                events.append(StreamEvent(raw))
+            else:
+                self._classify(raw, events)
+            start = end
+        self._buffer = buffer[start:]
+        return events
+
+    def _feed_any_line_ending(self, buffer: bytes) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
         start = 0
         while (found := _BOUNDARY.search(buffer, start)) is not None:
-            event = classify(buffer[start : found.end()])
-            if event is not None:
-                events.append(event)
+            self._classify(buffer[start : found.end()], events)
             start = found.end()
         self._buffer = buffer[start:]
         return events
 
-    def flush(self) -> list[Event]:
+    def flush(self) -> list[StreamEvent]:
         """What is left at the end of the body (a last event without its blank line)."""
         rest, self._buffer = self._buffer, b""
-        event = classify(rest + b"\n\n") if rest.strip() else None
-        return [event] if event is not None else []
+        events: list[StreamEvent] = []
+        if rest.strip():
+            self._classify(rest + b"\n\n", events)
+        return events
 
-
-def classify(raw: bytes) -> Event | None:
-    """None for comments and blank keep-alives; otherwise the event, with usage when it carries it."""
-    body = raw.strip()
-    if not body or (body[:1] == b":" and all(line.startswith(b":") for line in body.splitlines())):
-        return None
-    if body in (b"data: [DONE]", b"data:[DONE]"):
-        return Event(raw, done=True)
-    # Most chunks carry no usage (or `"usage":null` when include_usage is on): skip the parse.
-    if b'"usage"' not in body or any(marker in body for marker in _NULL_USAGE):
-        return Event(raw)
-    payload = _payload(body)
-    if not isinstance(payload, dict) or not isinstance(payload.get("usage"), dict):
-        return Event(raw)
-    return Event(raw, usage=Usage.from_openai(payload["usage"]), is_usage_only=payload.get("choices") == [])
+    def _classify(self, raw: bytes, events: list[StreamEvent]) -> None:
+        """Drops comments and blank keep-alives, notes `[DONE]`, reads usage where an event carries it."""
+        body = raw.strip()
+        if not body or (body[:1] == b":" and all(line.startswith(b":") for line in body.splitlines())):
+            return
+        if body in _DONE:
+            self.done = True
+            return
+        # Most chunks carry no usage (or `"usage":null` when include_usage is on): skip the parse.
+        if b'"usage"' not in body or any(marker in body for marker in _NULL_USAGE):
+            events.append(StreamEvent(raw))
+            return
+        payload = _payload(body)
+        if not isinstance(payload, dict) or not isinstance(payload.get("usage"), dict):
+            events.append(StreamEvent(raw))
+            return
+        self.usage = Usage.from_openai(payload["usage"])
+        events.append(StreamEvent(raw, payload.get("choices") == []))
 
 
 def _payload(body: bytes) -> object:

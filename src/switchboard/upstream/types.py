@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from switchboard.kit.secret import Secret
 
@@ -57,8 +57,9 @@ class UpstreamReply:
     status: int = 200
 
 
-@dataclass(frozen=True)
-class StreamEvent:
+class StreamEvent(NamedTuple):
+    """A tuple rather than a dataclass: a stream builds one per event, and a tuple is the cheapest."""
+
     data: bytes  # one complete SSE event, `data: {...}` and its blank line
     is_usage_only: bool = False  # the `choices: []` usage chunk; drop it unless the client asked
 
