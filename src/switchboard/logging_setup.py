@@ -1,15 +1,47 @@
-"""Configures logging once at start: plain text or one JSON object per line."""
+"""Configures logging once at start: plain text or one JSON object per line, written in batches.
+
+The access log writes a line per request. Written and flushed one by one, that is a `write` syscall
+per request on the hot path; here lines are gathered and written together at most FLUSH_SECONDS
+later (as nginx's `access_log ... buffer=` does). A warning or error is written at once, with
+everything gathered before it, so that nothing is reordered and trouble is never late. A process
+killed outright can lose at most the last FLUSH_SECONDS of INFO lines.
+"""
 
 from __future__ import annotations
 
+import atexit
 import logging
 import sys
-from typing import Any
+import threading
+import time
+import weakref
+from typing import Any, TextIO
 
 import orjson
 
+FLUSH_SECONDS = 0.2
+MAX_BUFFERED_CHARS = 64 * 1024
 
-class JsonFormatter(logging.Formatter):
+
+class _CachedTimeFormatter(logging.Formatter):
+    """formatTime renders the date once per second, not once per line."""
+
+    def __init__(self, fmt: str | None = None) -> None:
+        super().__init__(fmt)
+        self._stamps: dict[str, tuple[int, str]] = {}
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        pattern = datefmt or self.default_time_format
+        second = int(record.created)
+        cached = self._stamps.get(pattern)
+        if cached is None or cached[0] != second:
+            cached = self._stamps[pattern] = (second, time.strftime(pattern, self.converter(record.created)))
+        if datefmt is not None:
+            return cached[1]
+        return f"{cached[1]},{int(record.msecs):03d}"
+
+
+class JsonFormatter(_CachedTimeFormatter):
     def format(self, record: logging.LogRecord) -> str:
         payload: dict[str, Any] = {
             "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
@@ -26,13 +58,103 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(payload, default=str).decode()
 
 
+class BatchingStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A StreamHandler whose INFO and DEBUG lines reach the stream in batches (see the module doc)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self._pending: list[str] = []
+        self._pending_chars = 0
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        _Flusher.ensure_running()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record) + self.terminator
+        except Exception:
+            self.handleError(record)
+            return
+        # emit runs under the handler's lock (Handler.handle), as flush does.
+        self._pending.append(line)
+        self._pending_chars += len(line)
+        if record.levelno >= logging.WARNING or self._pending_chars >= MAX_BUFFERED_CHARS:
+            self._write_pending()
+
+    def flush(self) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._pending_chars = 0
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed or broken stderr must not take a request down with it
+
+    def setStream(self, stream: TextIO) -> TextIO | None:  # type: ignore[override]
+        self.flush()
+        return super().setStream(stream)
+
+    def close(self) -> None:
+        # Still flushed in the background afterwards: logging.config (uvicorn configures it at start)
+        # closes every handler, yet a closed StreamHandler goes on writing, and so must this one.
+        self.flush()
+        super().close()
+
+
+_LIVE: weakref.WeakSet[BatchingStreamHandler] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+class _Flusher:
+    """One daemon thread per process flushes every live handler every FLUSH_SECONDS."""
+
+    _thread: threading.Thread | None = None
+    _guard = threading.Lock()
+
+    @classmethod
+    def ensure_running(cls) -> None:
+        with cls._guard:
+            if cls._thread is None or not cls._thread.is_alive():
+                cls._thread = threading.Thread(target=cls._run, name="log-flusher", daemon=True)
+                cls._thread.start()
+
+    @staticmethod
+    def _run() -> None:
+        while True:
+            time.sleep(FLUSH_SECONDS)
+            flush_all()
+
+
+def flush_all() -> None:
+    with _LIVE_LOCK:
+        handlers = list(_LIVE)
+    for handler in handlers:
+        try:
+            handler.flush()
+        except Exception:  # the flusher thread must outlive any one stream's trouble
+            continue
+
+
+atexit.register(flush_all)
+
+
 def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = BatchingStreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        handler.setFormatter(_CachedTimeFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     root = logging.getLogger("switchboard")
+    for previous in root.handlers:
+        if isinstance(previous, BatchingStreamHandler):
+            previous.close()
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False

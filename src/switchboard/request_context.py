@@ -6,7 +6,6 @@ import logging
 import re
 import time
 import uuid
-from typing import Any
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -108,19 +107,25 @@ def _log_line(scope: Scope, status: int, started: float, request_id: str) -> Non
     if not log.isEnabledFor(logging.INFO):
         return
     # Never the query string, headers or body: they can carry tokens and secrets.
-    fields: dict[str, Any] = {
+    method, path = scope.get("method"), scope.get("path")
+    duration_ms = round((time.perf_counter() - started) * 1000, 2)
+    fields = {
         "request_id": request_id,
-        "method": scope.get("method"),
-        "path": scope.get("path"),
+        "method": method,
+        "path": path,
         "status": status,
-        "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+        "duration_ms": duration_ms,
     }
-    log.info(
+    # makeRecord + handle is log.info without the stack walk that finds the caller's file and line,
+    # which no format here shows; this runs once per request.
+    record = log.makeRecord(
+        log.name,
+        logging.INFO,
+        __file__,
+        0,
         "%s %s %s %sms rid=%s",
-        fields["method"],
-        fields["path"],
-        status,
-        fields["duration_ms"],
-        request_id,
+        (method, path, status, duration_ms, request_id),
+        None,
         extra={"fields": fields},
     )
+    log.handle(record)
