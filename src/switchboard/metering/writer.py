@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import operator
 import time
 import uuid
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
-from typing import Any, cast
+from typing import cast
 
-from sqlalchemy import Engine, Table
-from sqlalchemy.dialects import sqlite
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy import Table
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from switchboard.config_file import ModelEntry
-from switchboard.db.engine import make_sync_sqlite_engine
-from switchboard.db.upsert import insert_for
+from switchboard.db.batch_insert import batch_insert
 from switchboard.errors import ServiceUnavailable
 from switchboard.metering.economies import Economy, economies_by_id
 from switchboard.metering.models import UsageRecordRow
@@ -37,6 +35,18 @@ RETRY_DELAYS = (0.05, 0.2, 1.0)
 # (concurrency 1) would otherwise pay a query for them. Matches the resolution cache's lifetime.
 ECONOMY_TTL_SECONDS = 2.0
 _OUTCOME_FIELDS = tuple(f.name for f in fields(CallOutcome))
+_outcome_values = operator.attrgetter(*_OUTCOME_FIELDS)
+# The order of the values `_row` hands to the insert.
+_COLUMNS = (
+    "id",
+    *_OUTCOME_FIELDS,
+    "cost",
+    "priced",
+    "input_per_mtok",
+    "output_per_mtok",
+    "markup_bps",
+    "price_source",
+)
 
 
 @dataclass
@@ -67,11 +77,13 @@ class UsageWriter:
         max_batch: int = MAX_BATCH,
         sqlite_url: str | None = None,
     ) -> None:
+        engine = sessionmaker.kw.get("bind")
+        if not isinstance(engine, AsyncEngine):
+            raise TypeError("the usage writer needs a sessionmaker bound to an AsyncEngine")
         self._sessionmaker = sessionmaker
-        # On SQLite a batch is inserted and committed in one hop to a thread of its own; through
-        # aiosqlite each statement (begin, insert, commit) is a hop, which dominates at concurrency 1.
-        self._sync_engine = make_sync_sqlite_engine(sqlite_url) if sqlite_url else None
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="usage-writer") if sqlite_url else None
+        self._engine = engine.sync_engine
+        # sqlite_url: where SQLite batches go through the writer's own connection (default: the engine's).
+        self._insert = batch_insert(engine, _TABLE, _COLUMNS, sqlite_url=sqlite_url)
         self._catalog = dict(catalog)
         self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue(maxsize=max(1, queue_size))
         self._max_batch = max_batch
@@ -80,6 +92,8 @@ class UsageWriter:
         self._blocked_puts: set[asyncio.Task[None]] = set()
         self._litellm: dict[tuple[str, str], Prices] = {}
         self._economies: dict[uuid.UUID, Economy] = {}
+        # Prices per (economy, provider, model): overrides over catalog over litellm, resolved once.
+        self._prices: dict[tuple[uuid.UUID, str, str], Prices] = {}
         self._economies_until = 0.0
         self._economies_generation = -1
         self.batches = 0  # committed transactions, for tests and the benchmark
@@ -115,13 +129,10 @@ class UsageWriter:
         self._closing = True
         if self._blocked_puts:
             await asyncio.gather(*self._blocked_puts, return_exceptions=True)
-        if self._task is None:
-            return
-        await self._queue.put(None)
-        await self._task
-        if self._thread is not None and self._sync_engine is not None:
-            self._thread.shutdown(wait=True)
-            self._sync_engine.dispose()
+        if self._task is not None:
+            await self._queue.put(None)
+            await self._task
+        await self._insert.close()
 
     async def _run(self) -> None:
         while True:
@@ -151,7 +162,6 @@ class UsageWriter:
                 return
 
     async def _write(self, batch: list[_Pending]) -> None:
-        await self._prefetch_litellm(batch)
         for delay in (*RETRY_DELAYS, None):
             try:
                 await self._commit(batch)
@@ -181,68 +191,71 @@ class UsageWriter:
                 pending.done.set_result(None)
 
     async def _commit(self, batch: list[_Pending]) -> None:
-        if self._thread is not None:
-            async with self._sessionmaker() as session:
-                economies = await self._economies_of(session, batch)
-            rows = [self._row(p, economies.get(p.outcome.economy_id)) for p in batch]
-            await asyncio.get_running_loop().run_in_executor(self._thread, self._insert_in_thread, rows)
-            return
-        async with self._sessionmaker() as session, session.begin():
-            economies = await self._economies_of(session, batch)
-            rows = [self._row(p, economies.get(p.outcome.economy_id)) for p in batch]
-            insert = insert_for(session.get_bind().dialect.name)
-            # DO NOTHING: a retry after a commit whose acknowledgement was lost must not double a record.
-            await session.execute(insert(_TABLE).on_conflict_do_nothing(), rows)
+        economies = await self._economies_of(batch)
+        rows = []
+        for pending in batch:
+            outcome = pending.outcome
+            economy = economies.get(outcome.economy_id)
+            prices = self._prices.get((outcome.economy_id, outcome.provider, outcome.model))
+            if prices is None:
+                prices = await self._find_prices(outcome, economy)
+            rows.append(self._row(pending, prices, economy.markup_bps if economy is not None else 0))
+        # DO NOTHING on a known id: a retry after a commit whose acknowledgement was lost must not
+        # double a record.
+        await self._insert.insert(rows)
 
-    def _insert_in_thread(self, rows: list[dict[str, Any]]) -> None:
-        assert self._sync_engine is not None
-        with self._sync_engine.begin() as conn:
-            # DO NOTHING: a retry after a commit whose acknowledgement was lost must not double a record.
-            conn.execute(sqlite.insert(_TABLE).on_conflict_do_nothing(), rows)
-
-    async def _economies_of(self, session: AsyncSession, batch: list[_Pending]) -> dict[uuid.UUID, Economy]:
+    async def _economies_of(self, batch: list[_Pending]) -> dict[uuid.UUID, Economy]:
+        """The batch's economies; a session and a query only for those not cached."""
         now = time.monotonic()
-        bind = session.get_bind()
-        generation = cache_generation(bind if isinstance(bind, Engine) else bind.engine)
+        generation = cache_generation(self._engine)
         if now >= self._economies_until or generation != self._economies_generation:
             self._economies.clear()
+            self._prices.clear()
             self._economies_until = now + ECONOMY_TTL_SECONDS
             self._economies_generation = generation
         missing = {p.outcome.economy_id for p in batch} - self._economies.keys()
         if missing:
-            self._economies.update(await economies_by_id(session, list(missing)))
+            async with self._sessionmaker() as session:
+                self._economies.update(await economies_by_id(session, list(missing)))
         return self._economies
 
-    async def _prefetch_litellm(self, batch: list[_Pending]) -> None:
-        """litellm's cost map is consulted off the event loop (its first import is slow), once per model."""
-        for pending in batch:
-            key = (pending.outcome.provider, pending.outcome.model)
-            if key in self._litellm:
-                continue
-            if needs_litellm(find_prices(*key, {}, self._catalog)):
-                if len(self._litellm) >= _MAX_LOOKUPS:
-                    self._litellm.clear()  # callers can name any model; keep the cache bounded
-                self._litellm[key] = await asyncio.to_thread(litellm_lookup, *key)
-
-    def _row(self, pending: _Pending, economy: Economy | None) -> dict[str, Any]:
-        outcome = pending.outcome
+    async def _find_prices(self, outcome: CallOutcome, economy: Economy | None) -> Prices:
+        """Each side from the economy's override, the catalog or litellm's map, cached with the economy."""
         overrides = economy.price_overrides if economy is not None else {}
-        markup = economy.markup_bps if economy is not None else 0
-        key = (outcome.provider, outcome.model)
-        prices = find_prices(*key, overrides, self._catalog, self._litellm.get(key, Prices(None, None, None)))
+        prices = find_prices(outcome.provider, outcome.model, overrides, self._catalog)
+        if needs_litellm(prices):
+            litellm = await self._litellm_prices(outcome.provider, outcome.model)
+            prices = find_prices(outcome.provider, outcome.model, overrides, self._catalog, litellm)
+        if len(self._prices) >= _MAX_LOOKUPS:
+            self._prices.clear()  # callers can name any model; keep the cache bounded
+        self._prices[(outcome.economy_id, outcome.provider, outcome.model)] = prices
+        return prices
+
+    async def _litellm_prices(self, provider: str, model: str) -> Prices:
+        """litellm's cost map is consulted off the event loop (its first import is slow), once per model."""
+        key = (provider, model)
+        found = self._litellm.get(key)
+        if found is None:
+            if len(self._litellm) >= _MAX_LOOKUPS:
+                self._litellm.clear()
+            found = self._litellm[key] = await asyncio.to_thread(litellm_lookup, provider, model)
+        return found
+
+    def _row(self, pending: _Pending, prices: Prices, markup: int) -> tuple[object, ...]:
+        """The record's values in `_COLUMNS` order."""
+        outcome = pending.outcome
         cost = compute_cost(prices, outcome.prompt_tokens, outcome.completion_tokens, markup)
         if cost.nanos > _MAX_COST:
             # Absurd prices: storing the record (flagged unpriced) beats losing it to a column overflow.
             log.warning("cost of record %s exceeds the cost column; stored unpriced", pending.record_id)
             cost = replace(cost, nanos=0, priced=False)
-        return {
-            # A shallow copy: dataclasses.asdict deep-copies every field, which shows in profiles.
-            **{name: getattr(outcome, name) for name in _OUTCOME_FIELDS},
-            "id": pending.record_id,
-            "cost": cost.nanos,
-            "priced": cost.priced,
-            "input_per_mtok": cost.input_per_mtok,
-            "output_per_mtok": cost.output_per_mtok,
-            "markup_bps": cost.markup_bps,
-            "price_source": cost.source,
-        }
+        return (
+            pending.record_id,
+            *_outcome_values(outcome),
+            cost.nanos,
+            cost.priced,
+            cost.input_per_mtok,
+            cost.output_per_mtok,
+            cost.markup_bps,
+            cost.source,
+        )

@@ -1,0 +1,160 @@
+"""Idempotent batch inserts into one table, one round trip per batch, below SQLAlchemy's ORM and compiler.
+
+For a stream of small batches (the usage writer at low concurrency) the fixed cost per batch matters
+more than anything per row: a session, statement compilation and one round trip per BEGIN, INSERT and
+COMMIT cost several times what the insert does. Here the SQL is written once, rows arrive as tuples in
+the order of `columns`, and values pass through the same bind processors SQLAlchemy would apply, so
+what is stored reads back exactly as if Core had written it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+from sqlalchemy import Engine, Table
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.pool import PoolProxiedConnection
+
+from switchboard.db.engine import make_sync_sqlite_engine
+
+Row = Sequence[object]
+_Processor = Callable[[Any], Any]
+
+
+class BatchInsert(Protocol):
+    async def insert(self, rows: Sequence[Row]) -> None:
+        """Insert every row in one transaction; rows whose key exists already are skipped."""
+
+    async def close(self) -> None: ...
+
+
+def batch_insert(
+    engine: AsyncEngine, table: Table, columns: Sequence[str], sqlite_url: str | None = None
+) -> BatchInsert:
+    """On SQLite, through a connection of its own to `sqlite_url` (default: the engine's database)."""
+    if engine.dialect.name == "sqlite":
+        return SqliteBatchInsert(
+            sqlite_url or engine.url.render_as_string(hide_password=False), table, columns
+        )
+    if engine.dialect.name == "postgresql":
+        return PostgresBatchInsert(engine, table, columns)
+    raise ValueError(f"no batch insert for {engine.dialect.name}")
+
+
+class _Statement:
+    """The INSERT for one dialect and the conversions its driver needs, prepared once."""
+
+    def __init__(
+        self, dialect: Dialect, table: Table, columns: Sequence[str], placeholders: list[str]
+    ) -> None:
+        unknown = set(columns) - set(table.columns.keys())
+        if unknown:
+            raise ValueError(f"{table.name} has no column {sorted(unknown)}")
+        preparer = dialect.identifier_preparer
+        into = f"{preparer.format_table(table)} ({', '.join(map(preparer.quote, columns))})"
+        values = ", ".join(placeholders)
+        # Only the table's own names, quoted, go into the text; every value is a parameter.
+        self.sql = f"INSERT INTO {into} VALUES ({values}) ON CONFLICT DO NOTHING"  # noqa: S608
+        self._processors: list[tuple[int, _Processor]] = []
+        for index, name in enumerate(columns):
+            column_type = table.columns[name].type
+            processor = column_type.dialect_impl(dialect).bind_processor(dialect)
+            if processor is not None:  # most columns (strings, integers) have none: the loop stays short
+                self._processors.append((index, processor))
+
+    def parameters(self, rows: Sequence[Row]) -> list[Row]:
+        if not self._processors:
+            return list(rows)
+        converted: list[Row] = []
+        for row in rows:
+            values = list(row)
+            for index, processor in self._processors:
+                values[index] = processor(values[index])
+            converted.append(values)
+        return converted
+
+
+class SqliteBatchInsert:
+    """One connection of its own, used from one thread: a batch is one hop there and back.
+
+    aiosqlite would hop to its thread for each of BEGIN, INSERT and COMMIT.
+    """
+
+    def __init__(self, url: str, table: Table, columns: Sequence[str]) -> None:
+        self._engine: Engine = make_sync_sqlite_engine(url)
+        self._statement = _Statement(self._engine.dialect, table, columns, ["?"] * len(columns))
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="batch-insert")
+        self._connection: PoolProxiedConnection | None = None
+
+    async def insert(self, rows: Sequence[Row]) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._thread, self._insert, rows)
+
+    def _insert(self, rows: Sequence[Row]) -> None:
+        parameters = self._statement.parameters(rows)
+        if self._connection is None:
+            self._connection = self._engine.raw_connection()
+        connection = self._connection
+        try:
+            cursor = connection.cursor()
+            try:
+                # sqlite3 begins the transaction implicitly before the first INSERT.
+                cursor.executemany(self._statement.sql, parameters)
+            finally:
+                cursor.close()
+            connection.commit()
+        except BaseException:
+            # Whatever went wrong, the next batch starts on a fresh connection.
+            self._connection = None
+            connection.invalidate()
+            raise
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._thread, self._release)
+        self._thread.shutdown(wait=True)
+        self._engine.dispose()
+
+    def _release(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+class PostgresBatchInsert:
+    """asyncpg's `executemany` on a connection kept from the engine's pool.
+
+    Without a transaction open, asyncpg sends every row's Bind/Execute and a single Sync: one round
+    trip, and the server runs it as one implicit transaction, so a batch is all or nothing. Each row
+    is its own statement, so no batch size runs into the protocol's 32767-parameter limit.
+    """
+
+    def __init__(self, engine: AsyncEngine, table: Table, columns: Sequence[str]) -> None:
+        self._engine = engine
+        placeholders = [f"${index}" for index in range(1, len(columns) + 1)]
+        self._statement = _Statement(engine.dialect, table, columns, placeholders)
+        self._connection: AsyncConnection | None = None
+        self._driver: Any = None  # asyncpg.Connection (asyncpg ships no type hints)
+
+    async def insert(self, rows: Sequence[Row]) -> None:
+        parameters = self._statement.parameters(rows)
+        if self._connection is None:
+            connection = await self._engine.connect()
+            self._driver = (await connection.get_raw_connection()).driver_connection
+            self._connection = connection
+        try:
+            await self._driver.executemany(self._statement.sql, parameters)
+        except BaseException:
+            # The connection may be broken (failover, a dropped socket): it must not go back to the pool.
+            connection, self._connection, self._driver = self._connection, None, None
+            if connection is not None:
+                await connection.invalidate()
+                await connection.close()
+            raise
+
+    async def close(self) -> None:
+        connection, self._connection, self._driver = self._connection, None, None
+        if connection is not None:
+            await connection.close()
