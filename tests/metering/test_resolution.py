@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from switchboard.auth.principal import Principal
+from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import SwitchboardError
 from switchboard.metering.economies import Economy, economy_id_for
 from switchboard.metering.resolution import resolve_economy
@@ -18,10 +19,11 @@ def resolve(
     gateway: Gateway, user: User, header: str | None = None, agent: str | None = None, room: str | None = None
 ) -> Economy | SwitchboardError:
     async def run() -> Economy | SwitchboardError:
-        async with gateway.app.state.sessionmaker() as session:
+        state = gateway.app.state
+        async with SessionOnDemand(state.sessionmaker, state.engine) as sessions:
             try:
                 return await resolve_economy(
-                    session,
+                    sessions,
                     Principal(user_id=user.id, role=user.role),
                     header,
                     uuid.UUID(agent) if agent else None,

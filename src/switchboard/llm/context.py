@@ -7,7 +7,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.datastructures import Headers
 
 from switchboard.auth.principal import Principal
@@ -16,6 +15,7 @@ from switchboard.catalog.resolution import resolve
 from switchboard.catalog.selectors import parse_selector
 from switchboard.config_file import ModelEntry
 from switchboard.credentials.store import CredentialRef
+from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import BadRequest, Forbidden
 from switchboard.metering.resolution import resolve_economy
 
@@ -62,7 +62,7 @@ def _session_id(principal: Principal, headers: Headers) -> str | None:
 async def prepare_call(
     *,
     state: Any,
-    session: AsyncSession,
+    sessions: SessionOnDemand,
     principal: Principal,
     headers: Headers,
     body: dict[str, Any],
@@ -81,7 +81,7 @@ async def prepare_call(
     if selector.kind == "agent":
         from switchboard.agents.apply import apply_agent
 
-        applied = await apply_agent(session, principal, selector.agent_id or "", body)
+        applied = await apply_agent(sessions(), principal, selector.agent_id or "", body)
         agent_id = applied.agent_id
         agent_economy = applied.economy_id
         body = applied.body
@@ -94,7 +94,7 @@ async def prepare_call(
     available = await state.credentials.in_reach(principal, room_id)
     scopes = (["room"] if room_id else []) + ["user", "deployment"]
     resolution = resolve(catalog, selector, available, scopes)
-    economy = await resolve_economy(session, principal, headers.get("x-economy-id"), agent_economy, room_id)
+    economy = await resolve_economy(sessions, principal, headers.get("x-economy-id"), agent_economy, room_id)
     body["model"] = resolution.model.model
     return PreparedCall(
         principal=principal,

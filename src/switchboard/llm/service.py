@@ -13,6 +13,7 @@ from starlette.responses import Response
 from switchboard.auth.principal import Principal
 from switchboard.catalog.catalog import Catalog
 from switchboard.catalog.selectors import parse_selector
+from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import BadRequest, NotFound
 from switchboard.llm.context import prepare_call
 from switchboard.llm.idempotent import claim_or_replay
@@ -67,10 +68,10 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
     if isinstance(claim, Response):
         return claim
     try:
-        async with state.sessionmaker() as session:
+        async with SessionOnDemand(state.sessionmaker, state.engine) as sessions:
             call = await prepare_call(
                 state=state,
-                session=session,
+                sessions=sessions,
                 principal=request.principal,
                 headers=request.headers,
                 body=request.body,

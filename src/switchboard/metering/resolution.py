@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from sqlalchemy.engine import Engine
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchboard.auth.principal import Principal
+from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import Forbidden, NotFound
 from switchboard.metering.access import role_in
 from switchboard.metering.economies import DEFAULT_SLUG, Economy, find_economy
@@ -89,11 +89,11 @@ def forget_cached(engine: Engine) -> None:
     state.room_defaults.clear()
 
 
-async def _economy(session: AsyncSession, state: _DatabaseState, ref: str) -> Economy:
+async def _economy(sessions: SessionOnDemand, state: _DatabaseState, ref: str) -> Economy:
     cached = state.economies.get(ref)
     if isinstance(cached, Economy):
         return cached
-    economy = await find_economy(session, ref)
+    economy = await find_economy(sessions(), ref)
     if economy is None:
         raise NotFound("economy not found", param="X-Economy-Id")
     state.economies.put(ref, economy)
@@ -101,30 +101,32 @@ async def _economy(session: AsyncSession, state: _DatabaseState, ref: str) -> Ec
 
 
 async def _participates(
-    session: AsyncSession, state: _DatabaseState, economy: Economy, principal: Principal
+    sessions: SessionOnDemand, state: _DatabaseState, economy: Economy, principal: Principal
 ) -> bool:
     key = (economy.id, principal.user_id)
     if state.participants.get(key) is True:
         return True
-    found = await role_in(session, economy.id, principal.user_id) is not None
+    found = await role_in(sessions(), economy.id, principal.user_id) is not None
     if found:
         state.participants.put(key, True)  # only yes is cached: a new participant works at once
     return found
 
 
-async def _room_default(session: AsyncSession, state: _DatabaseState, room_id: uuid.UUID) -> uuid.UUID | None:
+async def _room_default(
+    sessions: SessionOnDemand, state: _DatabaseState, room_id: uuid.UUID
+) -> uuid.UUID | None:
     cached = state.room_defaults.get(room_id)
     if cached is None or isinstance(cached, uuid.UUID):
         return cached
     from switchboard.groups.service import room_default_economy
 
-    found = await room_default_economy(session, room_id)
+    found = await room_default_economy(sessions(), room_id)
     state.room_defaults.put(room_id, found)
     return found
 
 
 async def resolve_economy(
-    session: AsyncSession,
+    sessions: SessionOnDemand,
     principal: Principal,
     header_value: str | None,
     agent_economy_id: uuid.UUID | None,
@@ -133,19 +135,18 @@ async def resolve_economy(
     """`X-Economy-Id` (caller must participate: 403; unknown: 404), else the agent's economy, else
     the room's default economy, else the config's default economy.
     """
-    bind = session.get_bind()
-    state = _state_for(bind if isinstance(bind, Engine) else bind.engine)
+    state = _state_for(sessions.engine)
     if header_value is not None and header_value.strip():
-        economy = await _economy(session, state, header_value.strip())
-        if not await _participates(session, state, economy, principal):
+        economy = await _economy(sessions, state, header_value.strip())
+        if not await _participates(sessions, state, economy, principal):
             raise Forbidden("you do not participate in this economy", param="X-Economy-Id")
         return economy
     if agent_economy_id is not None:
-        return await _economy(session, state, str(agent_economy_id))
+        return await _economy(sessions, state, str(agent_economy_id))
     if room_id is not None:
-        room_economy = await _room_default(session, state, room_id)
+        room_economy = await _room_default(sessions, state, room_id)
         if room_economy is not None:
-            return await _economy(session, state, str(room_economy))
+            return await _economy(sessions, state, str(room_economy))
     if state.default is not None:
         return state.default
-    return await _economy(session, state, DEFAULT_SLUG)
+    return await _economy(sessions, state, DEFAULT_SLUG)
