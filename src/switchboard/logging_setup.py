@@ -10,6 +10,7 @@ killed outright can lose at most the last FLUSH_SECONDS of INFO lines.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import sys
 import threading
@@ -136,16 +137,20 @@ def flush_all() -> None:
     with _LIVE_LOCK:
         handlers = list(_LIVE)
     for handler in handlers:
-        try:
+        # The flusher thread must outlive any one stream's trouble; there is nowhere to report it.
+        with contextlib.suppress(Exception):
             handler.flush()
-        except Exception:  # the flusher thread must outlive any one stream's trouble
-            continue
 
 
 atexit.register(flush_all)
 
 
 def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
+    # No format here shows a thread or process; LogRecord then skips looking them up (logging's
+    # documented optimisation flags), once per access line.
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     handler = BatchingStreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())

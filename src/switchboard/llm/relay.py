@@ -30,6 +30,20 @@ def gateway_headers(call: PreparedCall) -> dict[str, str]:
     }
 
 
+class _JSONReply(Response):
+    """A relayed JSON body with headers known to be well-formed: Response.init_headers is skipped."""
+
+    def __init__(self, body: bytes, headers: dict[str, str]) -> None:
+        self.status_code = 200
+        self.body = body
+        self.background = None
+        self.raw_headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            *((name.encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()),
+        ]
+
+
 async def _target(state: Any, call: PreparedCall) -> UpstreamTarget:
     secret = await state.credentials.reveal(call.credential)
     return UpstreamTarget(
@@ -66,10 +80,11 @@ async def relay_json(state: Any, call: PreparedCall, kind: str, claim: Claim | N
         raise
     await state.call_sink.record(build_outcome(call, status="ok", usage=reply.usage))
     state.credentials.touch(call.credential)
-    headers = {**gateway_headers(call), "content-type": "application/json"}
+    headers = gateway_headers(call)
     if claim is not None:
-        await state.idempotency.complete(claim, stored_from(200, headers, reply.body))
-    return Response(content=reply.body, status_code=200, headers=headers)
+        stored = stored_from(200, {**headers, "content-type": "application/json"}, reply.body)
+        await state.idempotency.complete(claim, stored)
+    return _JSONReply(reply.body, headers)
 
 
 def _error_event(error: BaseException) -> bytes:
