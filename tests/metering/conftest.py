@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from switchboard.kit.clock import utcnow
 from switchboard.metering.models import UsageRecordRow
@@ -109,3 +110,14 @@ def count_records(gateway: Gateway, **where: Any) -> int:
 
 def at(text: str) -> datetime:
     return datetime.fromisoformat(text)
+
+
+@asynccontextmanager
+async def usage_table_locked(app: Any) -> AsyncIterator[None]:
+    """Hold a lock that makes every insert into usage_records wait until the block ends."""
+    async with app.state.sessionmaker() as session, session.begin():
+        if session.get_bind().dialect.name == "postgresql":
+            await session.execute(text("LOCK TABLE usage_records IN SHARE MODE"))
+        else:  # SQLite: any write takes the database's single write lock
+            await session.execute(text("UPDATE economies SET name = name WHERE slug = 'default'"))
+        yield

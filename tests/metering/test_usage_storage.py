@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from sqlalchemy import Table, event, select, text
+from sqlalchemy import Table, event, make_url, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from switchboard.db.batch_insert import batch_insert
@@ -17,7 +18,8 @@ from switchboard.db.upsert import insert_for
 from switchboard.metering.economies import economy_id_for
 from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.writer import UsageWriter
-from tests.metering.conftest import count_records, make_outcome
+from tests.metering.conftest import count_records, make_outcome, usage_table_locked
+from tests.support.databases import backend
 from tests.support.gateway import Gateway
 
 DEFAULT = economy_id_for("default")
@@ -223,3 +225,46 @@ def test_a_record_whose_economy_is_cached_takes_no_connection_from_the_pool(
 
     assert metering_gateway.server.call_soon(scenario()) == 0
     assert count_records(metering_gateway, user_id=user_id) == 21
+
+
+def test_a_record_waiting_for_a_lock_leaves_the_event_loop_free(metering_gateway: Gateway) -> None:
+    app = metering_gateway.app
+    user_id = uuid.uuid4()
+
+    async def scenario() -> tuple[bool, float]:
+        loop = asyncio.get_running_loop()
+        longest = 0.0
+        async with usage_table_locked(app):
+            pending = asyncio.create_task(app.state.call_sink.record(make_outcome(DEFAULT, user_id)))
+            last = loop.time()
+            for _ in range(50):
+                await asyncio.sleep(0.01)
+                now = loop.time()
+                longest, last = max(longest, now - last), now
+            waited = not pending.done()
+        await pending
+        return waited, longest
+
+    waited, longest_tick = metering_gateway.server.call_soon(scenario())
+    assert waited and longest_tick < 0.2
+    assert count_records(metering_gateway, user_id=user_id) == 1
+
+
+@pytest.mark.skipif(backend() != "sqlite", reason="SQLite's write-ahead log")
+def test_the_write_ahead_log_stays_bounded_under_one_record_batches(metering_gateway: Gateway) -> None:
+    app = metering_gateway.app
+    database = Path(make_url(metering_gateway.settings.database_url).database or "")
+    wal = database.with_name(database.name + "-wal")
+
+    async def scenario() -> None:
+        writer = UsageWriter(app.state.sessionmaker, {})
+        writer.start()
+        try:
+            for _ in range(1500):  # one at a time: every batch holds one record
+                await writer.record(make_outcome(DEFAULT, uuid.uuid4()))
+        finally:
+            await writer.close()
+
+    metering_gateway.server.call_soon(scenario(), timeout=120)
+    # Without checkpoints this would be about 9000 pages (six a record); SQLite's own limit is 1000.
+    assert wal.stat().st_size // 4096 < 2500

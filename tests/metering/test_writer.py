@@ -5,32 +5,19 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchboard.metering.economies import economy_id_for
 from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.writer import UsageWriter
 from tests.conftest import GatewayFactory
-from tests.metering.conftest import count_records, make_outcome, record
+from tests.metering.conftest import count_records, make_outcome, record, usage_table_locked
 from tests.support.gateway import Gateway
 
 DEFAULT = economy_id_for("default")
-
-
-@asynccontextmanager
-async def usage_table_locked(app: Any) -> AsyncIterator[None]:
-    """Hold a lock that makes every insert into usage_records wait until the block ends."""
-    async with app.state.sessionmaker() as session, session.begin():
-        if session.get_bind().dialect.name == "postgresql":
-            await session.execute(text("LOCK TABLE usage_records IN SHARE MODE"))
-        else:  # SQLite: any write takes the database's single write lock
-            await session.execute(text("UPDATE economies SET name = name WHERE slug = 'default'"))
-        yield
 
 
 async def _count(session: AsyncSession, user_id: uuid.UUID) -> int:
