@@ -1,8 +1,9 @@
-"""Costs are exact: Decimal arithmetic, SPEC §6's price order, markup, one half-up rounding to nano-units."""
+"""Costs are exact: SPEC §6's price order, markup, one half-up rounding to nano-units, at any size."""
 
 from __future__ import annotations
 
-from decimal import Decimal
+import random
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 
 from switchboard.config_file import ModelEntry, PriceOverride
@@ -85,3 +86,23 @@ def test_a_missing_price_for_a_side_with_tokens_is_unpriced() -> None:
     # No completion tokens: the missing output price is not needed.
     cost = compute_cost(prices("1", None), 10, 0, 0)
     assert (cost.nanos, cost.priced) == (10_000, True)
+
+
+def exact_nanos(inp: Decimal, out: Decimal, prompt: int, completion: int, markup_bps: int) -> int:
+    """The definition, in Decimal arithmetic with room for every digit."""
+    with localcontext() as ctx:
+        ctx.prec = 400
+        exact = (prompt * inp + completion * out) * 1000 * (10_000 + markup_bps) / 10_000
+        return int(exact.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def test_costs_equal_the_exact_definition_for_any_prices_counts_and_markup() -> None:
+    rng = random.Random(8)
+    for _ in range(5000):
+        inp, out = (
+            Decimal(rng.randrange(10 ** rng.randrange(1, 25))).scaleb(-rng.randrange(0, 25)) for _ in range(2)
+        )
+        prompt, completion = (rng.choice([0, 1, rng.randrange(10**12)]) for _ in range(2))
+        markup = rng.choice([0, 1, 2500, rng.randrange(1_000_001)])
+        cost = compute_cost(Prices(inp, out, "test"), prompt, completion, markup)
+        assert cost.nanos == exact_nanos(inp, out, prompt, completion, markup), (inp, out, prompt, completion)
