@@ -14,32 +14,16 @@ from switchboard.settings import SettingsError, load_settings
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    import os
-    import subprocess
-
-    import uvicorn
+    from switchboard.serving.supervisor import serve
 
     load_settings()  # fail fast, with a clear message, on bad settings
-    if args.workers > 1:
-        # Migrate once, in a short-lived child, so that N workers neither race to create the schema
-        # nor leave this supervisor holding the whole application in memory.
-        done = subprocess.run([sys.executable, "-m", "switchboard.cli", "db", "upgrade"], check=False)
-        if done.returncode != 0:
-            return done.returncode
-        os.environ["SWITCHBOARD_MIGRATE_ON_START"] = "false"
-    uvicorn.run(
-        "switchboard.app:create_app",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        loop="uvloop",
-        http="switchboard.server_protocol:HttpToolsHeadHolding",  # uvicorn httptools, one send per response
-        access_log=False,
-        log_level="warning",
-        timeout_graceful_shutdown=30,
-    )
-    return 0
+    return serve(args.host, args.port, args.workers)
+
+
+def _workers(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError("--workers is a number of processes, at least 1")
+    return int(value)
 
 
 def _uuid(value: str) -> uuid.UUID:
@@ -87,7 +71,7 @@ def _cmd_token(args: argparse.Namespace) -> int:
 
 def _cmd_db_upgrade(_args: argparse.Namespace) -> int:
     from switchboard.db.engine import make_engine
-    from switchboard.db.migrate import upgrade
+    from switchboard.db.migrate import MigrationError, upgrade
 
     settings = load_settings()
 
@@ -98,7 +82,11 @@ def _cmd_db_upgrade(_args: argparse.Namespace) -> int:
         finally:
             await engine.dispose()
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    except MigrationError as exc:
+        print(f"switchboard: {exc}", file=sys.stderr)
+        return 1
     print("database is at the latest migration")
     return 0
 
@@ -118,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="start the gateway")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--workers", type=_workers, default=1)
     serve.set_defaults(handler=_cmd_serve)
 
     token = sub.add_parser("token", help="mint a JWT with the configured secret")

@@ -155,6 +155,37 @@ def test_db_upgrade_brings_a_fresh_database_to_the_latest_migration(
     assert "idempotency_keys" in tables
 
 
+def test_db_upgrade_that_fails_says_why_and_exits_non_zero(
+    configured: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], databases: DatabaseFactory
+) -> None:
+    url = asyncio.run(databases.create())
+    configured.setenv("SWITCHBOARD_DATABASE_URL", url)
+
+    async def block_the_first_migration() -> None:
+        engine = make_engine(url)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(text("CREATE TABLE idempotency_keys (id INTEGER PRIMARY KEY)"))
+        finally:
+            await engine.dispose()
+
+    asyncio.run(block_the_first_migration())
+    assert main(["db", "upgrade"]) == 1
+    captured = capsys.readouterr()
+    assert "switchboard: migrating the database to revision" in captured.err
+    assert "idempotency_keys" in captured.err and "latest migration" not in captured.out
+
+
+@pytest.mark.parametrize("workers", ["0", "-1", "two"])
+def test_serve_refuses_a_worker_count_below_one(
+    configured: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], workers: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--workers", workers])
+    assert exited.value.code == 2
+    assert "--workers is a number of processes, at least 1" in capsys.readouterr().err
+
+
 def test_production_without_a_jwt_secret_refuses_to_start(
     clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,0 +1,51 @@
+"""The app factory uvicorn calls in each worker: the app built and started with the collector paused.
+
+Importing, wiring and starting the app (the lifespan imports the domains' start-up modules) makes
+some 200,000 long-lived objects and next to no garbage, yet the cyclic collector keeps scanning
+them as they pile up: ~0.2 s of a worker's start. Paused until start-up ends, then frozen, those
+objects also stay out of later full collections, each of which would otherwise walk all of them
+(~0.1 s of CPU, in the middle of serving).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from starlette.types import Lifespan
+
+
+def _resume_collector() -> None:
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
+def _resuming_after(startup: Lifespan[Any]) -> Lifespan[Any]:
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[Any]:
+        try:
+            async with startup(app) as state:
+                _resume_collector()
+                yield state
+        finally:
+            _resume_collector()  # when start-up failed
+
+    return lifespan
+
+
+def create_app() -> FastAPI:
+    gc.disable()
+    try:
+        from switchboard.app import create_app as build
+
+        app = build()
+    except BaseException:
+        gc.enable()
+        raise
+    app.router.lifespan_context = _resuming_after(app.router.lifespan_context)
+    return app
