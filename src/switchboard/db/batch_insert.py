@@ -10,7 +10,6 @@ what is stored reads back exactly as if Core had written it.
 from __future__ import annotations
 
 import asyncio
-import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,8 +21,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.pool import PoolProxiedConnection
 
 from switchboard.db.engine import make_sync_sqlite_engine
-
-log = logging.getLogger("switchboard.db.batch_insert")
 
 Row = Sequence[object]
 # SQLite: batches up to this size commit on the caller's thread (see SqliteBatchInsert).
