@@ -106,7 +106,7 @@ async def run_mode(url: str, database: str, mode: str, concurrency: int, calls: 
     if mode == "harness":
         writer = NullSink()
     else:
-        # As the gateway builds it (metering/lifecycle.py): SQLite batches go through its thread.
+        # As the gateway builds it (metering/lifecycle.py).
         writer = UsageWriter(
             sessionmaker,
             CATALOG,
