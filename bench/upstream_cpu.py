@@ -6,6 +6,9 @@ Drives `chat` and `chat_stream` exactly as the /v1 relay does (a stream is read 
 taking `ready()` after each) inside one uvloop process, and reports the process's CPU time
 (time.process_time) per call: the median of the repeats, with their spread. The gateway's figure
 per relayed call contains this one; nothing else runs in the process, so it isolates the upstream side.
+
+nginx sends a whole stream in one read and without OpenAI's `"usage":null` on every chunk, so the
+SSE splitter is also timed alone on the 22 events as OpenAI sends them, in one read and one per read.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from bench.processes import free_port
 from bench.upstream import Upstream
 from switchboard.kit.secret import Secret
 from switchboard.upstream.client import UpstreamClient
+from switchboard.upstream.sse import EventSplitter
 from switchboard.upstream.types import Timeouts, UpstreamTarget
 
 Call = Callable[[], Awaitable[None]]
@@ -102,6 +106,33 @@ async def _measure(upstream: Upstream, concurrency: tuple[int, ...], seconds: fl
         await client.aclose()
 
 
+def _openai_events() -> list[bytes]:
+    """The benchmark's stream as OpenAI writes it when include_usage is on: `"usage":null` on each chunk."""
+    events = []
+    for line in payloads.stream_events():
+        if line.startswith("data: {") and '"usage"' not in line:
+            line = line[:-1] + ',"usage":null}'
+        events.append(line.encode() + b"\n\n")
+    return events
+
+
+def splitter_cost(repeats: int) -> None:
+    events = _openai_events()
+    whole = b"".join(events)
+    rounds = 20_000
+    for name, reads in (("one read", [whole]), ("one read per event", events)):
+        per_stream: list[float] = []
+        for _ in range(repeats):
+            started = time.process_time()
+            for _ in range(rounds):
+                splitter = EventSplitter()
+                for read in reads:
+                    splitter.feed(read)
+            per_stream.append((time.process_time() - started) * 1e6 / rounds)
+        median = statistics.median(per_stream)
+        print(f"  SSE splitter, {len(events) - 1} events + [DONE], {name:<19} {median:.1f} µs per stream")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.upstream_cpu", description=__doc__)
     parser.add_argument("--seconds", type=float, default=3.0, help="per repeat (default 3)")
@@ -119,6 +150,7 @@ def main() -> None:
         uvloop.run(_measure(upstream, concurrency, args.seconds, args.repeats))
     finally:
         upstream.stop()
+    splitter_cost(args.repeats)
 
 
 if __name__ == "__main__":

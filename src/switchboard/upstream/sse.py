@@ -10,7 +10,9 @@ from switchboard.upstream.types import StreamEvent, Usage
 
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _NULL_USAGE = (b'"usage":null', b'"usage": null')
+_NULL_USAGE_LAST = b'"usage":null}\n\n'
 _DONE = (b"data: [DONE]", b"data:[DONE]")
+_new_event = tuple.__new__  # StreamEvent(raw) without the Python-level __new__ a NamedTuple adds
 
 
 class EventSplitter:
@@ -29,19 +31,17 @@ class EventSplitter:
         buffer = self._buffer + chunk if self._buffer else chunk
         if b"\r" in buffer:  # JSON escapes control characters, so a CR can only be a line ending
             return self._feed_any_line_ending(buffer)
+        *parts, self._buffer = buffer.split(b"\n\n")
         events: list[StreamEvent] = []
-        find = buffer.find
-        start = 0
-        while (end := find(b"\n\n", start)) != -1:
-            end += 2
-            raw = buffer[start:end]
-            # Almost every event is one `data: {…}` chunk without usage: relayed without a look inside.
-            if raw[:7] == b"data: {" and b'"usage"' not in raw:
-                events.append(StreamEvent(raw))
+        for part in parts:
+            raw = part + b"\n\n"
+            # Almost every event is one `data: {…}` chunk without usage, or with OpenAI's
+            # `"usage":null` as its last key: relayed without a look inside, and built as a bare
+            # tuple (the cheapest object there is).
+            if raw[:7] == b"data: {" and (raw.endswith(_NULL_USAGE_LAST) or b'"usage"' not in raw):
+                events.append(_new_event(StreamEvent, (raw, False)))
             else:
                 self._classify(raw, events)
-            start = end
-        self._buffer = buffer[start:]
         return events
 
     def _feed_any_line_ending(self, buffer: bytes) -> list[StreamEvent]:
