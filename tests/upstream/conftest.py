@@ -35,11 +35,9 @@ def unique(prefix: str) -> str:
 
 
 def pooled(client: UpstreamClient, allow_private: bool = True) -> tuple[list[object], int]:
-    """The OpenAI-format session's idle pooled connections, and how many are in use (aiohttp's internals)."""
-    connector = client.sessions.session(allow_private).connector
-    assert connector is not None
-    idle: list[object] = [protocol for queue in connector._conns.values() for protocol, _ in queue]
-    return idle, len(connector._acquired)
+    """The OpenAI-format pool's idle connections, and how many are in use."""
+    pool = client.connections.pool(allow_private)
+    return list(pool.idle_connections()), pool.busy
 
 
 @pytest.fixture

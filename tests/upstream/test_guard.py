@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Awaitable, Callable
 
 import pytest
-from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohappyeyeballs import AddrInfoType
 
 from switchboard.errors import Unprocessable
 from switchboard.upstream import guard, resolver
 from switchboard.upstream.client import UpstreamClient
 from switchboard.upstream.guard import ForbiddenAddress, GuardedBackend
-from switchboard.upstream.resolver import ForbiddenHost, GuardedResolver, guarded_socket
+from switchboard.upstream.resolver import ForbiddenHost
 from tests.fakes.provider import FakeProvider
 from tests.upstream.conftest import MESSAGES, MakeTarget, unique
 
@@ -96,32 +97,25 @@ async def test_gemini_embeddings_through_litellm_are_guarded(
     assert fake_provider.received(model) == []
 
 
-# --- the OpenAI-format session (aiohttp): a checking resolver and a checking socket factory ----------
+# --- the OpenAI-format pool: every address looked up is checked, and only those are dialed -----------
 
 
-class Answers(AbstractResolver):
-    """A resolver answering every name with fixed addresses."""
+def answering(*addresses: str) -> Callable[[str, int], Awaitable[list[AddrInfoType]]]:
+    """A lookup answering every name with fixed addresses, as a DNS server under an attacker's control."""
 
-    def __init__(self, *addresses: str) -> None:
-        self.addresses = addresses
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
+    async def lookup(host: str, port: int) -> list[AddrInfoType]:
         return [
-            {
-                "hostname": host,
-                "host": address,
-                "port": port,
-                "family": socket.AF_INET6 if ":" in address else socket.AF_INET,
-                "proto": 0,
-                "flags": 0,
-            }
-            for address in self.addresses
+            (
+                socket.AF_INET6 if ":" in address else socket.AF_INET,
+                socket.SOCK_STREAM,
+                socket.IPPROTO_TCP,
+                "",
+                (address, port, 0, 0) if ":" in address else (address, port),
+            )
+            for address in addresses
         ]
 
-    async def close(self) -> None:
-        return None
+    return lookup
 
 
 @pytest.mark.parametrize(
@@ -135,7 +129,7 @@ class Answers(AbstractResolver):
         "[::ffff:7f00:1]",  # IPv4-mapped, hex spelling
     ],
 )
-async def test_every_spelling_of_a_loopback_literal_is_refused_on_the_openai_session(
+async def test_every_spelling_of_a_loopback_literal_is_refused_on_the_openai_pool(
     upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget, host: str
 ) -> None:
     model = unique("gpt")
@@ -146,10 +140,10 @@ async def test_every_spelling_of_a_loopback_literal_is_refused_on_the_openai_ses
     assert fake_provider.received(model) == []
 
 
-async def test_a_name_resolving_to_loopback_is_refused_on_the_openai_session(
+async def test_a_name_resolving_to_loopback_is_refused_on_the_openai_pool(
     monkeypatch: pytest.MonkeyPatch, upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
 ) -> None:
-    monkeypatch.setattr(resolver, "DefaultResolver", lambda: Answers("127.0.0.1"))
+    monkeypatch.setattr(resolver, "lookup", answering("127.0.0.1"))
     model = unique("gpt")
     base = f"http://provider.example:{port_of(fake_provider)}/v1"
     stream = upstream.chat_stream(target("openai", model, base_url=base, allow_private=False), BODY)
@@ -159,35 +153,34 @@ async def test_a_name_resolving_to_loopback_is_refused_on_the_openai_session(
     assert fake_provider.received(model) == []
 
 
-async def test_the_resolver_refuses_any_forbidden_answer_among_several() -> None:
+async def test_the_pool_refuses_any_forbidden_answer_among_several(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(resolver, "lookup", answering("93.184.215.14", "10.0.0.7"))
     with pytest.raises(ForbiddenHost) as caught:
-        await GuardedResolver(Answers("93.184.215.14", "10.0.0.7")).resolve("provider.example", 443)
+        await resolver.addresses("provider.example", 443, strict=True)
     assert caught.value.reason == "private address"
 
 
-async def test_the_resolver_returns_the_public_answers_it_checked() -> None:
-    answers = await GuardedResolver(
-        Answers("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c")
-    ).resolve("provider.example", 443)
-    assert [answer["host"] for answer in answers] == [
-        "93.184.215.14",
-        "2606:2800:21f:cb07:6820:80da:af6b:8b2c",
-    ]
-    assert {answer["hostname"] for answer in answers} == {"provider.example"}  # SNI and Host keep the name
+async def test_the_pool_dials_the_public_answers_it_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        resolver, "lookup", answering("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c")
+    )
+    answers = await resolver.addresses("provider.example", 443, strict=True)
+    assert [answer[4][0] for answer in answers] == ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"]
 
 
-def test_the_socket_factory_refuses_a_forbidden_address() -> None:
-    with pytest.raises(ForbiddenHost) as caught:
-        guarded_socket((socket.AF_INET6, socket.SOCK_STREAM, 0, "", ("::ffff:169.254.169.254", 80, 0, 0)))
-    assert caught.value.reason.startswith("link-local")
+async def test_private_answers_pass_when_private_upstreams_are_allowed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(resolver, "lookup", answering("10.0.0.7"))
+    assert [answer[4][0] for answer in await resolver.addresses("h", 80, strict=False)] == ["10.0.0.7"]
 
 
-async def test_the_session_dials_the_address_the_resolver_checked_and_keeps_the_name(
+async def test_the_pool_dials_the_address_it_checked_and_keeps_the_name(
     monkeypatch: pytest.MonkeyPatch, upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
 ) -> None:
     """`rebind.invalid` does not resolve for the operating system, so reaching the provider proves the
-    socket went to the address the resolver checked (here allowed by a permissive rule)."""
-    monkeypatch.setattr(resolver, "DefaultResolver", lambda: Answers("127.0.0.1"))
+    socket went to the address the guard checked (here allowed by a permissive rule)."""
+    monkeypatch.setattr(resolver, "lookup", answering("127.0.0.1"))
     monkeypatch.setattr(resolver, "forbidden_reason", lambda address: None)
     model = unique("gpt")
     port = port_of(fake_provider)

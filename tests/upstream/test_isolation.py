@@ -124,10 +124,10 @@ async def test_lifecycle_attaches_one_client_and_closes_it() -> None:
         7,
         4,
     )
-    session = client.sessions.session(False)  # built at startup: the OpenAI-format session
+    pool = client.connections.pool(False)  # built at startup: the OpenAI-format pool
     http = client.pool.client(False)  # built on first use: litellm's httpx pool
     await lifecycle.shutdown(app)
-    assert session.closed and http.is_closed
+    assert pool.closed and http.is_closed
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import gzip
-from collections.abc import AsyncIterator
 
 import orjson
 import pytest
@@ -15,6 +12,8 @@ from switchboard.upstream.client import UpstreamClient
 from switchboard.upstream.types import Usage
 from tests.fakes.provider import FakeProvider
 from tests.upstream.conftest import KEY, MESSAGES, TOOLS, MakeTarget, pooled, unique
+from tests.upstream.raw_server import RawProvider
+from tests.upstream.raw_server import answer as respond
 
 
 async def test_non_stream_reply_is_the_provider_body_byte_for_byte_with_usage(
@@ -128,48 +127,15 @@ async def test_connections_are_reused_across_calls(
     assert all(other == (idle, 0) for other in seen)  # the very same connection every time
 
 
-class RawProvider:
-    """A bare HTTP/1.1 server answering every request with one fixed, hand-written response."""
-
-    def __init__(self, head: bytes, body: bytes) -> None:
-        self.response = head + f"content-length: {len(body)}\r\n\r\n".encode() + body
-        self.requests: list[bytes] = []
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while head := await reader.readuntil(b"\r\n\r\n"):
-                length = next(
-                    (
-                        int(line.split(b":")[1])
-                        for line in head.split(b"\r\n")
-                        if line.lower().startswith(b"content-length:")
-                    ),
-                    0,
-                )
-                await reader.readexactly(length)
-                self.requests.append(head)
-                writer.write(self.response)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[str]:
-        server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        async with server:
-            yield f"http://localhost:{port}/v1"  # a name: aiohttp keeps no cookies for IP hosts anyway
-
-
 async def test_a_compressed_answer_is_relayed_decompressed_though_identity_was_asked(
     upstream: UpstreamClient, target: MakeTarget
 ) -> None:
     answer = orjson.dumps({"id": "x", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}})
     raw = RawProvider(
-        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n",
-        gzip.compress(answer),
+        respond(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n",
+            gzip.compress(answer),
+        )
     )
     async with raw.running() as base:
         reply = await upstream.chat(target("openai", "m", base_url=base), {"messages": MESSAGES})
@@ -180,7 +146,9 @@ async def test_a_compressed_answer_is_relayed_decompressed_though_identity_was_a
 
 async def test_a_provider_cookie_is_never_sent_back(upstream: UpstreamClient, target: MakeTarget) -> None:
     raw = RawProvider(
-        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nset-cookie: session=abc; Path=/\r\n", b"{}"
+        respond(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nset-cookie: session=abc; Path=/\r\n", b"{}"
+        )
     )
     async with raw.running() as base:
         for _ in range(2):
@@ -189,7 +157,7 @@ async def test_a_provider_cookie_is_never_sent_back(upstream: UpstreamClient, ta
 
 
 async def test_a_redirect_is_not_followed(upstream: UpstreamClient, target: MakeTarget) -> None:
-    raw = RawProvider(b"HTTP/1.1 307 Temporary Redirect\r\nlocation: /v1/elsewhere\r\n", b"")
+    raw = RawProvider(respond(b"HTTP/1.1 307 Temporary Redirect\r\nlocation: /v1/elsewhere\r\n", b""))
     async with raw.running() as base:
         with pytest.raises(UpstreamFailed):
             await upstream.chat(target("openai", "m", base_url=base), {"messages": MESSAGES})

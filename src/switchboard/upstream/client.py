@@ -6,9 +6,9 @@ from typing import Any, Protocol
 
 from switchboard.errors import BadRequest
 from switchboard.settings import Settings
+from switchboard.upstream.connection_pool import ProviderConnections
 from switchboard.upstream.openai_relay import OpenAIRelay
 from switchboard.upstream.pool import ClientPool
-from switchboard.upstream.sessions import SessionPool
 from switchboard.upstream.types import Timeouts, UpstreamReply, UpstreamStream, UpstreamTarget
 
 
@@ -21,14 +21,14 @@ class Relay(Protocol):
 
 
 class UpstreamClient:
-    """`openai` goes through the byte relay on an aiohttp session; `anthropic` and `gemini` through
-    litellm on an httpx pool (litellm takes only an httpx client). litellm and the httpx pool are
-    built on the first such call, never for OpenAI-format traffic."""
+    """`openai` goes through the byte relay on its own HTTP/1.1 connection pool; `anthropic` and
+    `gemini` through litellm on an httpx pool (litellm takes only an httpx client). litellm and the
+    httpx pool are built on the first such call, never for OpenAI-format traffic."""
 
     def __init__(self, timeouts: Timeouts) -> None:
-        self.sessions = SessionPool(timeouts)
+        self.connections = ProviderConnections(timeouts)
         self.pool = ClientPool(timeouts)
-        self._openai = OpenAIRelay(self.sessions)
+        self._openai = OpenAIRelay(self.connections)
         self._translated: Relay | None = None
 
     @classmethod
@@ -40,8 +40,8 @@ class UpstreamClient:
                 idle=settings.upstream_idle_timeout,
             )
         )
-        # The session every OpenAI-format call of this deployment uses (built inside the running loop).
-        client.sessions.session(settings.allow_private_upstreams)
+        # The pool every OpenAI-format call of this deployment uses, its TLS set up before any call.
+        client.connections.pool(settings.allow_private_upstreams).ssl_context()
         return client
 
     def _relay(self, target: UpstreamTarget) -> Relay:
@@ -67,5 +67,5 @@ class UpstreamClient:
         return await self._relay(target).embeddings(target, body)
 
     async def aclose(self) -> None:
-        await self.sessions.aclose()
+        await self.connections.aclose()
         await self.pool.aclose()

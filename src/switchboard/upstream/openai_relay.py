@@ -6,55 +6,48 @@ import asyncio
 from collections import deque
 from typing import Any
 
-import aiohttp
 import orjson
-from yarl import URL
 
 from switchboard.errors import BadRequest, SwitchboardError
-from switchboard.upstream import provider_errors, session_exchange
-from switchboard.upstream.session_exchange import FAILURES
-from switchboard.upstream.sessions import SessionPool
+from switchboard.upstream import endpoints, provider_errors, relay_exchange
+from switchboard.upstream.connection_pool import ConnectionPool, ProviderConnections
+from switchboard.upstream.endpoints import Endpoint
+from switchboard.upstream.http1 import Http1Connection
+from switchboard.upstream.relay_exchange import FAILURES
 from switchboard.upstream.sse import EventSplitter
-from switchboard.upstream.types import (
-    StreamEvent,
-    UpstreamReply,
-    UpstreamStream,
-    UpstreamTarget,
-    Usage,
-)
+from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget, Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DRAIN_SECONDS = 1.0
-URL_CACHE_SIZE = 1024  # parsed endpoint URLs kept (one per credential base_url and path)
+ENDPOINT_CACHE_SIZE = 1024  # parsed endpoints kept (one per credential base_url and path)
 
 
 class OpenAIRelay:
-    def __init__(self, sessions: SessionPool) -> None:
-        self.sessions = sessions
-        self._urls: dict[tuple[str | None, str], URL] = {}
+    def __init__(self, connections: ProviderConnections) -> None:
+        self.connections = connections
+        self._endpoints: dict[tuple[str | None, str], Endpoint] = {}
 
-    def url(self, target: UpstreamTarget, path: str) -> URL:
-        """The endpoint, parsed once per base_url (aiohttp also caches what it derives from it)."""
+    def endpoint(self, target: UpstreamTarget, path: str) -> Endpoint:
+        """Parsed once per base_url and path: a call only appends its key and body to the head."""
         key = (target.base_url, path)
-        url = self._urls.get(key)
-        if url is None:
+        endpoint = self._endpoints.get(key)
+        if endpoint is None:
             try:
-                url = URL((target.base_url or DEFAULT_BASE_URL).rstrip("/") + path)
+                endpoint = endpoints.parse(target.base_url or DEFAULT_BASE_URL, path)
             except ValueError:
                 raise provider_errors.unusable_base_url() from None
-            if len(self._urls) >= URL_CACHE_SIZE:
-                self._urls.clear()
-            self._urls[key] = url
-        return url
+            if len(self._endpoints) >= ENDPOINT_CACHE_SIZE:
+                self._endpoints.clear()
+            self._endpoints[key] = endpoint
+        return endpoint
 
     async def _json(self, target: UpstreamTarget, path: str, body: dict[str, Any]) -> UpstreamReply:
-        data = await session_exchange.post_json(
-            self.sessions.session(target.allow_private),
-            self.sessions.timeouts,
+        data = await relay_exchange.post_json(
+            self.connections.pool(target.allow_private),
+            self.connections.timeouts,
             target,
-            self.url(target, path),
+            self.endpoint(target, path),
             _encode({**body, "model": target.model}),
-            _auth(target),
         )
         return UpstreamReply(body=data, usage=_usage_of(data))
 
@@ -80,8 +73,9 @@ class OpenAIStream(UpstreamStream):
         self._relay = relay
         self._target = target
         self._content = content
-        self._timeouts = relay.sessions.timeouts
-        self._response: aiohttp.ClientResponse | None = None
+        self._timeouts = relay.connections.timeouts
+        self._pool: ConnectionPool | None = None
+        self._conn: Http1Connection | None = None
         self._splitter = EventSplitter()
         self._pending: deque[StreamEvent] = deque()
         self._deadline = 0.0
@@ -93,19 +87,19 @@ class OpenAIStream(UpstreamStream):
         if self._closed:
             raise StopAsyncIteration
         try:
-            if self._response is None:
+            if self._conn is None:
                 self._deadline = asyncio.get_running_loop().time() + self._timeouts.first_byte
-                self._response = await session_exchange.open_response(
-                    self._relay.sessions.session(self._target.allow_private),
+                self._pool = self._relay.connections.pool(self._target.allow_private)
+                self._conn = await relay_exchange.open_response(
+                    self._pool,
                     self._timeouts,
                     self._target,
-                    self._relay.url(self._target, "/chat/completions"),
+                    self._relay.endpoint(self._target, "/chat/completions"),
                     self._content,
-                    _auth(self._target),
                     self._deadline,
                 )
             while not self._pending and not self._eof:
-                await self._read_more()
+                await self._read_more(self._conn)
             if self._pending:
                 self._started = True
                 return self._pending.popleft()
@@ -128,26 +122,23 @@ class OpenAIStream(UpstreamStream):
         self._pending.clear()
         return taken
 
-    async def _read_more(self) -> None:
-        assert self._response is not None
-        content = self._response.content
+    async def _read_more(self, conn: Http1Connection) -> None:
+        loop = asyncio.get_running_loop()
         if self._splitter.done:  # the caller sends its own [DONE]
             # Read on to the end of the body so the connection goes back to the pool, but a server
             # that keeps it open after [DONE] has still answered in full.
             try:
-                async with asyncio.timeout(min(self._timeouts.idle, DRAIN_SECONDS)):
-                    chunk = await content.readany()
+                await conn.wait_body(loop.time() + min(self._timeouts.idle, DRAIN_SECONDS))
             except TimeoutError:
-                chunk = b""
+                self._eof = True
+                self._pending.extend(self._splitter.flush())
+                return
         else:
-            timer = (
-                asyncio.timeout(self._timeouts.idle) if self._started else asyncio.timeout_at(self._deadline)
-            )
-            async with timer:
-                chunk = await content.readany()
+            await conn.wait_body(loop.time() + self._timeouts.idle if self._started else self._deadline)
+        chunk = conn.take()
         if chunk:
             self._pending.extend(self._splitter.feed(chunk))
-        else:
+        if conn.at_eof:
             self._eof = True
             self._pending.extend(self._splitter.flush())
         self.usage = self._splitter.usage
@@ -156,8 +147,8 @@ class OpenAIStream(UpstreamStream):
         if self._closed:
             return
         self._closed = True
-        if self._response is not None:
-            session_exchange.finish(self._response)  # mid-body this drops the connection: the provider stops
+        if self._conn is not None and self._pool is not None:
+            self._pool.release(self._conn)  # mid-body this closes the connection: the provider stops
 
 
 def _encode(body: dict[str, Any]) -> bytes:
@@ -165,10 +156,6 @@ def _encode(body: dict[str, Any]) -> bytes:
         return orjson.dumps(body)
     except orjson.JSONEncodeError:
         raise BadRequest("the request body cannot be encoded as JSON") from None
-
-
-def _auth(target: UpstreamTarget) -> dict[str, str]:
-    return {"authorization": "Bearer " + target.secret.reveal()}
 
 
 def _usage_of(data: bytes) -> Usage | None:

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-import aiohttp
 import httpx
 import orjson
 
@@ -24,6 +23,7 @@ from switchboard.errors import (
     UpstreamTimeout,
 )
 from switchboard.kit.secret import Secret
+from switchboard.upstream.connection_pool import ConnectFailed
 from switchboard.upstream.guard import forbidden_cause
 from switchboard.upstream.resolver import ForbiddenHost
 
@@ -115,7 +115,7 @@ def unusable_base_url() -> Unprocessable:
 
 
 def from_transport(error: BaseException) -> SwitchboardError:
-    """A failure below HTTP (httpx's or aiohttp's): refused address, timeout, reset."""
+    """A failure below HTTP (httpx's or the relay's own): refused address, timeout, reset."""
     forbidden = forbidden_cause(error) or _cause(error, ForbiddenHost)
     if forbidden is not None:
         return Unprocessable(
@@ -124,11 +124,7 @@ def from_transport(error: BaseException) -> SwitchboardError:
         )
     if isinstance(error, httpx.TimeoutException | TimeoutError) or _caused_by(error, httpx.TimeoutException):
         return UpstreamTimeout()
-    if isinstance(error, aiohttp.InvalidURL):  # aiohttp refuses e.g. a non-canonical IPv4 such as 2130706433
-        return unusable_base_url()
-    if isinstance(error, httpx.ConnectError | aiohttp.ClientConnectorError) or _caused_by(
-        error, httpx.ConnectError
-    ):
+    if isinstance(error, httpx.ConnectError | ConnectFailed) or _caused_by(error, httpx.ConnectError):
         return UpstreamFailed("could not connect to the provider")
     return UpstreamFailed("the provider connection failed")
 

@@ -1,19 +1,17 @@
-"""Connect-time SSRF guard of the aiohttp session: a checking resolver and a checking socket factory.
+"""Connect-time SSRF guard of the OpenAI-format pool: resolve, refuse any forbidden answer, dial only those.
 
-The resolver resolves a provider's host name, refuses the whole answer if any address is forbidden
-(a mixed answer is what DNS rebinding looks like) and hands aiohttp only the addresses it checked,
-so aiohttp dials exactly those while TLS SNI and the Host header keep the name. aiohttp never asks
-the resolver about IP literals (`https://127.0.0.1`, `[::ffff:127.0.0.1]`), so the socket factory
-checks every address actually dialed, literal or resolved, as the last word.
+Every host goes through the lookup, IP literals in any spelling included (`2130706433`, `127.1`,
+`[::ffff:127.0.0.1]` all come back as the address they mean), and the pool dials exactly the
+addresses checked here, so DNS rebinding between check and connect has nothing to exploit. TLS SNI
+and the Host header keep the name.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 from aiohappyeyeballs import AddrInfoType
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import DefaultResolver
 
 from switchboard.kit.netaddr import forbidden_reason
 
@@ -26,28 +24,21 @@ class ForbiddenHost(OSError):
         self.reason = reason
 
 
-class GuardedResolver(AbstractResolver):
-    def __init__(self, inner: AbstractResolver | None = None) -> None:
-        self._inner = inner if inner is not None else DefaultResolver()
+async def lookup(host: str, port: int) -> list[AddrInfoType]:
+    """The operating system's answer for a host (tests replace this to play a DNS server)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [(family, kind, proto, canonical, address) for family, kind, proto, canonical, address in infos]
 
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        answers = await self._inner.resolve(host, port, family)
-        for answer in answers:
-            reason = forbidden_reason(answer["host"])
+
+async def addresses(host: str, port: int, *, strict: bool) -> list[AddrInfoType]:
+    """What to dial for a host; when `strict`, refuses the whole answer if any address is forbidden
+    (a mixed answer is what DNS rebinding looks like)."""
+    infos = await lookup(host, port)
+    if not infos:
+        raise OSError(f"{host} does not resolve")
+    if strict:
+        for info in infos:
+            reason = forbidden_reason(str(info[4][0]))
             if reason is not None:
                 raise ForbiddenHost(reason)
-        return answers
-
-    async def close(self) -> None:
-        await self._inner.close()
-
-
-def guarded_socket(addr_info: AddrInfoType) -> socket.socket:
-    """aiohttp's socket factory: refuses to open a socket toward a forbidden address."""
-    family, kind, proto, _, address = addr_info
-    reason = forbidden_reason(str(address[0]))
-    if reason is not None:
-        raise ForbiddenHost(reason)
-    return socket.socket(family=family, type=kind, proto=proto)
+    return infos

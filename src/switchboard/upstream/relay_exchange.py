@@ -1,0 +1,89 @@
+"""One exchange with a provider over a pooled connection: timed, and failures mapped on the way out."""
+
+from __future__ import annotations
+
+import asyncio
+
+from switchboard.errors import UpstreamFailed
+from switchboard.upstream import provider_errors
+from switchboard.upstream.connection_pool import ConnectionPool
+from switchboard.upstream.endpoints import Endpoint
+from switchboard.upstream.http1 import Http1Connection
+from switchboard.upstream.types import Timeouts, UpstreamTarget
+
+ERROR_BODY_LIMIT = 64 * 1024
+# OSError covers refused connects, resets, TLS and malformed answers; ValueError a key that cannot
+# be sent in a header.
+FAILURES = (OSError, TimeoutError, ValueError)
+
+
+async def open_response(
+    pool: ConnectionPool,
+    timeouts: Timeouts,
+    target: UpstreamTarget,
+    endpoint: Endpoint,
+    content: bytes,
+    deadline: float,
+) -> Http1Connection:
+    """The connection once the response headers arrived (by `deadline`); provider errors raised as
+    the gateway's. Cancelled or timed out before that, the connection is closed: the provider stops.
+    """
+    try:
+        request = endpoint.request(target.secret, content)
+        conn = pool.reuse(endpoint.origin) or await pool.connect(endpoint.origin, deadline)
+    except FAILURES as exc:
+        raise provider_errors.from_transport(exc) from None
+    try:
+        conn.send(request)
+        await conn.wait_headers(deadline)
+    except BaseException as exc:
+        pool.release(conn)  # the answer has not ended, so this closes the connection
+        if isinstance(exc, FAILURES):
+            raise provider_errors.from_transport(exc) from None
+        raise
+    status = conn.status
+    if 300 <= status < 400:  # redirects are not followed: a provider never sends one
+        pool.release(conn)
+        raise UpstreamFailed(f"the provider answered with a redirect ({status}), not followed")
+    if status >= 400:
+        try:
+            body = await read_body(conn, timeouts.idle, ERROR_BODY_LIMIT)
+        except FAILURES:
+            body = b""
+        finally:
+            pool.release(conn)
+        raise provider_errors.from_response(status, conn.headers, body, target.secret)
+    return conn
+
+
+async def read_body(conn: Http1Connection, idle: float, limit: int | None) -> bytes:
+    """The body, each wait bounded by the idle timeout (and the size by `limit`, for error bodies).
+
+    A body that came with the headers is taken without a timer or a wait.
+    """
+    body = conn.take()
+    if conn.at_eof:
+        return body
+    loop = asyncio.get_running_loop()
+    parts = [body] if body else []
+    size = len(body)
+    while not conn.at_eof and (limit is None or size < limit):
+        await conn.wait_body(loop.time() + idle)
+        chunk = conn.take()
+        parts.append(chunk)
+        size += len(chunk)
+    return b"".join(parts)
+
+
+async def post_json(
+    pool: ConnectionPool, timeouts: Timeouts, target: UpstreamTarget, endpoint: Endpoint, content: bytes
+) -> bytes:
+    """A whole non-streamed exchange: first-byte deadline for the headers, idle timeout for the body."""
+    deadline = asyncio.get_running_loop().time() + timeouts.first_byte
+    conn = await open_response(pool, timeouts, target, endpoint, content, deadline)
+    try:
+        return await read_body(conn, timeouts.idle, None)
+    except FAILURES as exc:
+        raise provider_errors.from_transport(exc) from None
+    finally:
+        pool.release(conn)
