@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Table, event, make_url, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from switchboard.db.batch_insert import batch_insert
+from switchboard.db.batch_insert import PostgresBatchInsert, batch_insert
 from switchboard.db.engine import make_engine, make_sessionmaker
 from switchboard.db.upsert import insert_for
 from switchboard.metering.economies import economy_id_for
@@ -268,3 +268,35 @@ def test_the_write_ahead_log_stays_bounded_under_one_record_batches(metering_gat
     metering_gateway.server.call_soon(scenario(), timeout=120)
     # Without checkpoints this would be about 9000 pages (six a record); SQLite's own limit is 1000.
     assert wal.stat().st_size // 4096 < 2500
+
+
+@pytest.mark.skipif(backend() != "postgres", reason="PostgreSQL connections are a server's resource")
+def test_the_insert_connection_is_closed_once_idle_and_reopened_when_needed(
+    metering_gateway: Gateway,
+) -> None:
+    url = metering_gateway.settings.database_url
+    user_id = uuid.uuid4()
+    name = f"idle-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> tuple[int, int, int]:
+        engine = make_engine(url, connect_args={"server_settings": {"application_name": name}})
+        insert = PostgresBatchInsert(engine, TABLE, COLUMNS, idle_seconds=0.2)
+
+        async def server_connections() -> int:
+            async with metering_gateway.app.state.engine.connect() as conn:
+                query = text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name")
+                return int((await conn.execute(query, {"name": name})).scalar_one())
+
+        try:
+            await insert.insert([as_tuple(usage_row(user_id))])
+            while_busy = await server_connections()
+            await asyncio.sleep(0.7)
+            once_idle = await server_connections()
+            await insert.insert([as_tuple(usage_row(user_id))])
+            return while_busy, once_idle, await server_connections()
+        finally:
+            await insert.close()
+            await engine.dispose()
+
+    assert metering_gateway.server.call_soon(scenario()) == (1, 0, 1)
+    assert count_records(metering_gateway, user_id=user_id) == 2

@@ -10,6 +10,7 @@ what is stored reads back exactly as if Core had written it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,8 @@ INLINE_MAX_ROWS = 8
 # After this many commits on the caller's thread, a batch goes through the thread (which checkpoints).
 # A one-record commit adds about six pages to the WAL; SQLite checkpoints past 1000.
 CHECKPOINT_EVERY = 200
+# PostgreSQL: the connection kept for inserts is closed after this long without a batch.
+IDLE_SECONDS = 10.0
 _Processor = Callable[[Any], Any]
 
 
@@ -185,35 +188,77 @@ class PostgresBatchInsert:
     Without a transaction open, asyncpg sends every row's Bind/Execute and a single Sync: one round
     trip, and the server runs it as one implicit transaction, so a batch is all or nothing. Each row
     is its own statement, so no batch size runs into the protocol's 32767-parameter limit.
+
+    The connection is kept between batches (a checkout from the pool costs about what the insert
+    does) and closed once no batch came for `idle_seconds`, so that an idle process holds no more
+    connections than its pool.
     """
 
-    def __init__(self, engine: AsyncEngine, table: Table, columns: Sequence[str]) -> None:
+    def __init__(
+        self, engine: AsyncEngine, table: Table, columns: Sequence[str], idle_seconds: float = IDLE_SECONDS
+    ) -> None:
         self._engine = engine
         placeholders = [f"${index}" for index in range(1, len(columns) + 1)]
         self._statement = _Statement(engine.dialect, table, columns, placeholders)
+        self._idle_seconds = idle_seconds
         self._connection: AsyncConnection | None = None
         self._driver: Any = None  # asyncpg.Connection (asyncpg ships no type hints)
+        self._used = False  # a batch since the idle timer last looked
+        self._inserting = False
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._closing: set[asyncio.Task[None]] = set()
 
     async def insert(self, rows: Sequence[Row]) -> None:
         parameters = self._statement.parameters(rows)
-        if self._connection is None:
-            connection = await self._engine.connect()
-            self._driver = (await connection.get_raw_connection()).driver_connection
-            self._connection = connection
+        self._used = self._inserting = True
         try:
+            if self._connection is None:
+                connection = await self._engine.connect()
+                self._driver = (await connection.get_raw_connection()).driver_connection
+                self._connection = connection
+                if self._idle_timer is None:
+                    self._idle_timer = asyncio.get_running_loop().call_later(self._idle_seconds, self._idle)
             if len(parameters) == 1:  # executemany's pipelining costs ~10 us more for a single row
                 await self._driver.execute(self._statement.sql, *parameters[0])
             else:
                 await self._driver.executemany(self._statement.sql, parameters)
         except BaseException:
             # The connection may be broken (failover, a dropped socket): it must not go back to the pool.
-            connection, self._connection, self._driver = self._connection, None, None
-            if connection is not None:
-                await connection.invalidate()
-                await connection.close()
+            self._close_connection()
             raise
+        finally:
+            self._inserting = False
+
+    def _idle(self) -> None:
+        self._idle_timer = None
+        if self._connection is None:
+            return
+        if self._used or self._inserting:
+            self._used = False
+            self._idle_timer = asyncio.get_running_loop().call_later(self._idle_seconds, self._idle)
+            return
+        self._close_connection()
+
+    def _close_connection(self) -> None:
+        """Closed rather than returned: the pool keeps whatever it is given, so it would stay open."""
+        connection, self._connection, self._driver = self._connection, None, None
+        if connection is not None:
+            task = asyncio.get_running_loop().create_task(_discard(connection))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     async def close(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
         connection, self._connection, self._driver = self._connection, None, None
         if connection is not None:
             await connection.close()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+
+
+async def _discard(connection: AsyncConnection) -> None:
+    with contextlib.suppress(Exception):  # a broken connection may fail to close; it is gone either way
+        await connection.invalidate()
+        await connection.close()
