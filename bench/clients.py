@@ -1,7 +1,9 @@
 """`--clients`: CPU per upstream request of candidate async HTTP clients against the same nginx (item 3).
 
 Each client makes the same non-streamed and streamed POSTs at a fixed concurrency inside one uvloop
-process; the process's own CPU time (time.process_time) divided by requests is the figure.
+process; the process's own CPU time (time.process_time) divided by requests is the figure. The last
+candidate is the client Switchboard uses (upstream/http1.py), pool, timeouts and SSRF guard included;
+`python -m bench.upstream_cpu` measures the whole upstream layer around it.
 """
 
 from __future__ import annotations
@@ -119,10 +121,36 @@ async def _raw(url: str, body: bytes, seconds: float) -> tuple[int, float]:
     return result
 
 
+async def _switchboard(url: str, body: bytes, seconds: float) -> tuple[int, float]:
+    from switchboard.kit.secret import Secret
+    from switchboard.upstream import endpoints, relay_exchange
+    from switchboard.upstream.connection_pool import ProviderConnections
+    from switchboard.upstream.types import Timeouts, UpstreamTarget
+
+    timeouts = Timeouts(connect=5.0, first_byte=30.0, idle=30.0)
+    connections = ProviderConnections(timeouts)
+    pool = connections.pool(allow_private=True)
+    base, path = url.rsplit("/chat/completions", 1)[0], "/chat/completions"
+    endpoint = endpoints.parse(base, path)
+    target = UpstreamTarget(
+        "openai", "m", Secret(HEADERS["authorization"].removeprefix("Bearer ")), base, True
+    )
+
+    async def fetch(u: str, b: bytes) -> bytes:
+        return await relay_exchange.post_json(pool, timeouts, target, endpoint, b)
+
+    try:
+        await _drive(fetch, url, body, 0.5)
+        return await _drive(fetch, url, body, seconds)
+    finally:
+        await connections.aclose()
+
+
 CLIENTS: dict[str, Callable[[str, bytes, float], Coroutine[Any, Any, tuple[int, float]]]] = {
     "httpx (anyio, h11)": _httpx,
     "aiohttp": _aiohttp,
     "raw asyncio + httptools": _raw,
+    "switchboard upstream/http1": _switchboard,
 }
 
 
@@ -132,7 +160,9 @@ def run(opts: Options, upstream: Upstream) -> None:
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     say(f"\nCPU per upstream request, {CONCURRENCY} concurrent, uvloop, {opts.seconds} s each")
     for name, client in CLIENTS.items():
-        module = name.split()[0] if name != "raw asyncio + httptools" else "httptools"
+        module = {"raw asyncio + httptools": "httptools", "switchboard upstream/http1": "switchboard"}.get(
+            name, name.split()[0]
+        )
         if importlib.util.find_spec(module) is None:
             say(f"  {name:<26} not installed")
             continue
