@@ -61,7 +61,9 @@ def test_litellm_is_imported_only_under_upstream() -> None:
     assert offenders("litellm", "upstream") == []
 
 
-def test_aiohttp_is_imported_only_under_upstream() -> None:
+def test_the_relays_http_client_parts_are_imported_only_under_upstream() -> None:
+    assert offenders("httptools", "upstream") == []
+    assert offenders("aiohappyeyeballs", "upstream") == []
     assert offenders("aiohttp", "upstream") == []
 
 
@@ -100,7 +102,7 @@ def test_http_exception_is_never_used() -> None:
 
 
 def test_routers_import_no_sqlalchemy_http_client_or_litellm() -> None:
-    banned = {"sqlalchemy", "httpx", "aiohttp", "litellm"}
+    banned = {"sqlalchemy", "httpx", "aiohttp", "httptools", "litellm"}
     found = {
         rel(path): sorted(imported_roots(tree) & banned)
         for path, tree in modules()
