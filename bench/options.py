@@ -62,7 +62,7 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument(
         "--clients",
         action="store_true",
-        help="CPU per request of candidate upstream HTTP clients (httpx, aiohttp, raw)",
+        help="CPU per request of upstream clients: httpx, aiohttp, the relay's own, bare httptools",
     )
     parser.add_argument("--check", action="store_true", help="exit 1 when a budget fails")
     parser.add_argument(

@@ -83,6 +83,8 @@ def _chunk(delta: dict[str, object], finish: str | None) -> dict[str, object]:
         "model": UPSTREAM_MODEL,
         "system_fingerprint": "fp_bench",
         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        # What OpenAI sends on every chunk but the last once `include_usage` is asked for (always, here).
+        "usage": None,
     }
 
 
