@@ -6,6 +6,7 @@ import importlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -17,6 +18,7 @@ from switchboard.db.engine import make_engine, make_sessionmaker
 from switchboard.db.migrate import upgrade
 from switchboard.error_shapes import install_error_handlers
 from switchboard.idempotency.middleware import IdempotencyMiddleware
+from switchboard.idempotency.openapi import declare_idempotency_key
 from switchboard.llm import fast_routes
 from switchboard.logging_setup import configure_logging
 from switchboard.request_context import RequestContextMiddleware
@@ -113,6 +115,12 @@ class SwitchboardApp(FastAPI):
             await self.model_calls(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            # Built once and kept by FastAPI; the header is honoured by middleware, not by any route.
+            self.openapi_schema = declare_idempotency_key(super().openapi())
+        return self.openapi_schema
 
 
 def create_app(settings: Settings | None = None, *, fast_model_calls: bool = True) -> FastAPI:

@@ -95,3 +95,21 @@ def test_the_anonymous_probes_and_documents_are_described(document: dict[str, An
         assert "get" in paths[path], path
     version_schema = document["components"]["schemas"]["VersionInfo"]
     assert sorted(version_schema["required"]) == ["api_version", "built_at", "git_sha", "service"]
+
+
+def test_every_replayed_post_declares_the_idempotency_key_header(document: dict[str, Any]) -> None:
+    declared: dict[str, bool] = {}
+    for method, path, operation in operations(document):
+        if method != "post":
+            continue
+        headers = [p for p in operation.get("parameters", []) if p["in"] == "header"]
+        declared[path] = any(p["name"] == "Idempotency-Key" for p in headers)
+        if declared[path]:
+            (parameter,) = [p for p in headers if p["name"] == "Idempotency-Key"]
+            assert parameter["required"] is False
+            assert parameter["schema"]["maxLength"] == 255
+    assert declared["/v1/chat/completions"] and declared["/v1/embeddings"]
+    assert declared["/agents"] and declared["/llm-credentials"] and declared["/working-groups"]
+    # /auth answers carry tokens, never stored, so never replayed; /mcp is a challenge, not an operation.
+    assert not any(ok for path, ok in declared.items() if path.startswith("/auth/") or path == "/mcp")
+    assert all(ok for path, ok in declared.items() if not path.startswith("/auth/") and path != "/mcp")

@@ -26,7 +26,6 @@ COMPARED_HEADERS = (
     "x-switchboard-model",
     "retry-after",
     "idempotent-replayed",
-    "x-idempotent-replay",
 )
 
 

@@ -49,7 +49,7 @@ def test_a_retry_replays_the_answer_without_a_second_call_or_record(
     retry = post(caller.user.client, model, key, stream)
     assert (first.status_code, retry.status_code) == (200, 200)
     assert retry.content == first.content
-    assert retry.headers.get("x-idempotent-replay") == "true"
+    assert retry.headers.get("idempotent-replayed") == "true"
     if stream:
         assert retry.headers["content-type"].startswith("text/event-stream")
         assert retry.text.endswith("data: [DONE]\n\n")

@@ -31,7 +31,7 @@ async def claim_or_replay(
     response = Response(content=stored.body, status_code=stored.status)
     for name, header_value in stored.headers:
         response.headers[name] = header_value
-    response.headers["x-idempotent-replay"] = "true"
+    response.headers["idempotent-replayed"] = "true"  # as every other replayed POST (README)
     return response
 
 
