@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 from collections.abc import Iterator
@@ -208,6 +209,26 @@ def test_a_stream_the_client_abandons_is_recorded_as_cancelled(caller: Caller, f
         assert next(line for line in lines if line.startswith("data: "))
     record = the_record(caller.user, request_id, wait=5)
     assert (record["status"], record["stream"], record["model"]) == ("cancelled", True, model)
+
+
+def test_a_stream_abandoned_before_the_provider_counted_it_is_billed_on_an_estimate(
+    caller: Caller, fake_provider: Any
+) -> None:
+    """Leaving just before the usage chunk must not make an answer free (the provider bills it anyway)."""
+    fake_provider.enqueue("gpt-4o-mini", reply="alpha beta gamma delta epsilon zeta", stall_after=5)
+    request_id = uuid.uuid4().hex
+    body = {"model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "go on"}], "stream": True}
+    with caller.user.client.stream(
+        "POST", "/v1/chat/completions", headers={"x-request-id": request_id}, json=body
+    ) as response:
+        data = [line for line in itertools.islice(response.iter_lines(), 10) if line.startswith("data: ")]
+        assert len(data) == 5  # the role chunk and four words; then the provider goes quiet
+    record = the_record(caller.user, request_id, wait=5)
+    assert (record["status"], record["error_code"]) == ("cancelled", "usage_estimated")
+    # "user" + "go on": 9 characters at 4 a token; a token for each chunk after the role chunk.
+    assert (record["prompt_tokens"], record["completion_tokens"]) == (3, 4)
+    # gpt-4o-mini at 0.15 and 0.60 per million tokens, in nano-units.
+    assert (record["priced"], record["cost"]) == (True, str(3 * 150 + 4 * 600))
 
 
 def test_every_completed_call_is_readable_at_once(caller: Caller, fake_provider: Any) -> None:

@@ -14,7 +14,7 @@ from switchboard.errors import SwitchboardError
 from switchboard.idempotency.service import Claim
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.idempotent import stored_from
-from switchboard.llm.outcomes import build_outcome, error_code_of
+from switchboard.llm.outcomes import USAGE_ESTIMATED, build_outcome, error_code_of, estimate_usage
 from switchboard.llm.sse_response import SSEResponse
 from switchboard.metering.outcome import CallStatus
 from switchboard.upstream.types import UpstreamTarget
@@ -127,13 +127,14 @@ async def relay_stream(
     async def events() -> AsyncIterator[bytes]:
         outcome_status: CallStatus = "ok"
         error_code: str | None = None
+        relayed = 0  # chunks handed to the client, for an estimate if the stream ends uncounted
         try:
             event = first
             while event is not None:
                 # What arrived together goes out in one write: one send per provider read, not per event.
-                data = b"".join(
-                    e.data for e in (event, *stream.ready()) if wants_usage or not e.is_usage_only
-                )
+                arrived = (event, *stream.ready())
+                relayed += len(arrived)
+                data = b"".join(e.data for e in arrived if wants_usage or not e.is_usage_only)
                 if data:
                     if claim is not None:
                         sent.append(data)
@@ -153,13 +154,12 @@ async def relay_stream(
                 await stream.aclose()
                 if claim is not None and outcome_status != "ok":
                     await state.idempotency.release(claim)
+                usage = stream.usage
+                if usage is None and outcome_status == "cancelled":
+                    usage, error_code = estimate_usage(call.body, relayed), USAGE_ESTIMATED
                 await state.call_sink.record(
                     build_outcome(
-                        call,
-                        status=outcome_status,
-                        usage=stream.usage,
-                        error_code=error_code,
-                        ttft_ms=ttft_ms,
+                        call, status=outcome_status, usage=usage, error_code=error_code, ttft_ms=ttft_ms
                     )
                 )
         if outcome_status != "ok":
