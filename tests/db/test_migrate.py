@@ -14,16 +14,7 @@ from sqlalchemy import text
 from switchboard.db import migrate
 from switchboard.db.engine import make_engine
 from switchboard.db.migrate import MigrationError, alembic_config, head_revision, upgrade
-from tests.support.databases import DatabaseFactory
-
-
-async def _versions(url: str) -> list[str]:
-    engine = make_engine(url)
-    try:
-        async with engine.connect() as conn:
-            return list((await conn.execute(text("SELECT version_num FROM alembic_version"))).scalars())
-    finally:
-        await engine.dispose()
+from tests.support.databases import DatabaseFactory, alembic_versions
 
 
 def _write(directory: Path, name: str, body: str) -> None:
@@ -83,7 +74,7 @@ async def test_processes_starting_together_migrate_exactly_once(
         for engine in engines:
             await engine.dispose()
     assert len(runs) == 1
-    assert await _versions(url) == [head_revision()]
+    assert await alembic_versions(url) == [head_revision()]
 
 
 async def test_a_failed_migration_says_which_and_why(databases: DatabaseFactory) -> None:

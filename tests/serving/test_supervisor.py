@@ -17,7 +17,7 @@ from sqlalchemy import text
 
 from switchboard.db.engine import make_engine
 from switchboard.db.migrate import head_revision
-from tests.support.databases import DatabaseFactory
+from tests.support.databases import DatabaseFactory, alembic_versions
 from tests.support.gateway import TEST_JWT_SECRET
 from tests.support.gateway import test_encryption_keys as encryption_keys
 
@@ -82,15 +82,6 @@ def _answers(port: int) -> bool:
         return False
 
 
-async def _versions(url: str) -> list[str]:
-    engine = make_engine(url)
-    try:
-        async with engine.connect() as conn:
-            return list((await conn.execute(text("SELECT version_num FROM alembic_version"))).scalars())
-    finally:
-        await engine.dispose()
-
-
 async def _block_the_first_migration(url: str) -> None:
     engine = make_engine(url)
     try:
@@ -114,7 +105,7 @@ def test_two_workers_on_a_fresh_database_migrate_it_once_and_both_serve(
     assert code == 0, output
     assert output.count(MIGRATED) == 1, output
     assert "Traceback" not in output, output
-    assert asyncio.run(_versions(url)) == [head_revision()]
+    assert asyncio.run(alembic_versions(url)) == [head_revision()]
 
 
 @pytest.mark.parametrize("workers", [1, 2])

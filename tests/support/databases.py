@@ -56,3 +56,17 @@ class DatabaseFactory:
         for name in self._pg_names:
             await _drop_pg(name)
         self._pg_names.clear()
+
+
+async def alembic_versions(url: str) -> list[str]:
+    """The revisions recorded in the database's alembic_version table (one, once migrated)."""
+    from sqlalchemy import text
+
+    from switchboard.db.engine import make_engine
+
+    engine = make_engine(url)
+    try:
+        async with engine.connect() as conn:
+            return list((await conn.execute(text("SELECT version_num FROM alembic_version"))).scalars())
+    finally:
+        await engine.dispose()

@@ -8,7 +8,9 @@ from fastapi import APIRouter, Body, Path, Request
 from starlette.responses import Response
 
 from switchboard.auth.dependencies import CurrentPrincipal
+from switchboard.auth.principal import Principal
 from switchboard.llm import service
+from switchboard.llm.fast_routes import Handler
 
 router = APIRouter(prefix="/v1", tags=["LLM Compatibility"])
 
@@ -27,15 +29,7 @@ OpenAIBody = Annotated[
     },
 )
 async def chat_completions(request: Request, principal: CurrentPrincipal) -> Any:
-    # POST traffic normally takes llm/fast_routes.py; this route documents it and serves the rest.
-    return await service.chat_completions(
-        request.app.state,
-        principal,
-        request.headers,
-        request.url.path,
-        service.request_id_of(request),
-        await request.body(),
-    )
+    return await _model_call(service.chat_completions, request, principal)
 
 
 @router.post(
@@ -47,13 +41,14 @@ async def chat_completions(request: Request, principal: CurrentPrincipal) -> Any
     },
 )
 async def embeddings(request: Request, principal: CurrentPrincipal) -> Response:
-    return await service.embeddings(
-        request.app.state,
-        principal,
-        request.headers,
-        request.url.path,
-        service.request_id_of(request),
-        await request.body(),
+    return await _model_call(service.embeddings, request, principal)
+
+
+async def _model_call(handler: Handler, request: Request, principal: Principal) -> Response:
+    # POSTs normally take llm/fast_routes.py; these routes document them and serve a mounted app.
+    state, headers, path = request.app.state, request.headers, request.url.path
+    return await handler(
+        state, principal, headers, path, service.request_id_of(request), await request.body()
     )
 
 
