@@ -111,7 +111,6 @@ async def run_mode(url: str, database: str, mode: str, concurrency: int, calls: 
             sessionmaker,
             CATALOG,
             max_batch=MAX_BATCH if mode == "group-commit" else 1,
-            sqlite_url=url if url.startswith("sqlite") else None,
         )
         writer.start()
     latencies: list[float] = []

@@ -41,14 +41,10 @@ class BatchInsert(Protocol):
     async def close(self) -> None: ...
 
 
-def batch_insert(
-    engine: AsyncEngine, table: Table, columns: Sequence[str], sqlite_url: str | None = None
-) -> BatchInsert:
-    """On SQLite, through a connection of its own to `sqlite_url` (default: the engine's database)."""
+def batch_insert(engine: AsyncEngine, table: Table, columns: Sequence[str]) -> BatchInsert:
+    """On SQLite, through connections of its own to the engine's database file."""
     if engine.dialect.name == "sqlite":
-        return SqliteBatchInsert(
-            sqlite_url or engine.url.render_as_string(hide_password=False), table, columns
-        )
+        return SqliteBatchInsert(engine.url.render_as_string(hide_password=False), table, columns)
     if engine.dialect.name == "postgresql":
         return PostgresBatchInsert(engine, table, columns)
     raise ValueError(f"no batch insert for {engine.dialect.name}")

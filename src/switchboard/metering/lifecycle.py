@@ -29,7 +29,6 @@ async def startup(app: FastAPI) -> None:
         app.state.sessionmaker,
         {entry.key: entry for entry in settings.config.models},
         queue_size=settings.usage_queue_size,
-        sqlite_url=settings.database_url if settings.is_sqlite else None,
     )
     writer.start()
     app.state.call_sink = writer

@@ -75,15 +75,13 @@ class UsageWriter:
         catalog: Mapping[str, ModelEntry],
         queue_size: int = 10_000,
         max_batch: int = MAX_BATCH,
-        sqlite_url: str | None = None,
     ) -> None:
         engine = sessionmaker.kw.get("bind")
         if not isinstance(engine, AsyncEngine):
             raise TypeError("the usage writer needs a sessionmaker bound to an AsyncEngine")
         self._sessionmaker = sessionmaker
         self._engine = engine.sync_engine
-        # sqlite_url: where SQLite batches go through the writer's own connection (default: the engine's).
-        self._insert = batch_insert(engine, _TABLE, _COLUMNS, sqlite_url=sqlite_url)
+        self._insert = batch_insert(engine, _TABLE, _COLUMNS)
         self._catalog = dict(catalog)
         self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue(maxsize=max(1, queue_size))
         self._max_batch = max_batch
