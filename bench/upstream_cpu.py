@@ -7,8 +7,8 @@ taking `ready()` after each) inside one uvloop process, and reports the process'
 (time.process_time) per call: the median of the repeats, with their spread. The gateway's figure
 per relayed call contains this one; nothing else runs in the process, so it isolates the upstream side.
 
-nginx sends a whole stream in one read and without OpenAI's `"usage":null` on every chunk, so the
-SSE splitter is also timed alone on the 22 events as OpenAI sends them, in one read and one per read.
+nginx sends a whole stream in one read, so the SSE splitter is also timed alone on the 22 events as
+OpenAI sends them, in one read and one per read.
 """
 
 from __future__ import annotations
