@@ -1,23 +1,23 @@
-"""The `switchboard` command: serve, token, db, keys, usage, user."""
+"""The `switchboard` command: serve, token, db, keys, usage, user, key."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import importlib
+import os
 import sys
 import uuid
 from collections.abc import Sequence
 
+from switchboard import API_VERSION
 from switchboard.config_file import ConfigError
 from switchboard.settings import SettingsError, load_settings
+from switchboard.startup_errors import check_database, explain
 
-
-def _cmd_serve(args: argparse.Namespace) -> int:
-    from switchboard.serving.supervisor import serve
-
-    load_settings()  # fail fast, with a clear message, on bad settings
-    return serve(args.host, args.port, args.workers)
+ROLE_CHOICES = ["SuperAdmin", "Admin", "Manager", "Operator", "User", "Viewer", "ApiClient"]
+# Verbs that work without the database; every other one checks it can open it first.
+WITHOUT_DATABASE = {"serve", "token"}
 
 
 def _workers(value: str) -> int:
@@ -47,7 +47,7 @@ def _cmd_token(args: argparse.Namespace) -> int:
     if args.scope and not args.acting_as:
         print("switchboard: --scope needs --acting-as ROOM (it limits a delegation token)", file=sys.stderr)
         return 2
-    settings = load_settings()
+    settings = load_settings(generate_secrets=False)
     codec = TokenCodec(settings.jwt_secret.get_secret_value(), settings.jwt_audience)
     extra: dict[str, object] = {}
     if args.acting_as:
@@ -57,8 +57,15 @@ def _cmd_token(args: argparse.Namespace) -> int:
             delegation_scope=args.scope or ["read"],
             delegation_token_id=str(uuid.uuid4()),
         )
+    if args.sub is None:
+        args.sub = uuid.uuid4()
+        # Each random sub is another user, with none of the first one's credentials or usage.
+        print(
+            f"switchboard: a new user {args.sub}; pass --sub {args.sub} for more tokens of it",
+            file=sys.stderr,
+        )
     token = codec.mint(
-        sub=args.sub or uuid.uuid4(),
+        sub=args.sub,
         role=args.role,
         permissions=args.permission if args.permission else None,
         email=args.email,
@@ -73,7 +80,7 @@ def _cmd_db_upgrade(_args: argparse.Namespace) -> int:
     from switchboard.db.engine import make_engine
     from switchboard.db.migrate import MigrationError, upgrade
 
-    settings = load_settings()
+    settings = load_settings(generate_secrets=False)
 
     async def run() -> None:
         engine = make_engine(settings.database_url)
@@ -101,21 +108,26 @@ def _delegate(module: str, function: str) -> object:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="switchboard", description="OpenAI-compatible LLM gateway")
+    parser.add_argument("--version", action="version", version=f"switchboard {API_VERSION}")
+    parser.add_argument("--debug", action="store_true", help="print the traceback of a failure")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="start the gateway")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=_workers, default=1)
-    serve.set_defaults(handler=_cmd_serve)
+    serve = sub.add_parser(
+        "serve",
+        help="start the gateway",
+        description="Start the gateway. Settings come from SWITCHBOARD_* variables (see the README).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (0.0.0.0 for every interface)"
+    )
+    serve.add_argument("--port", type=int, default=8000, help="TCP port to listen on")
+    serve.add_argument("--workers", type=_workers, default=1, help="worker processes sharing the port")
+    serve.set_defaults(handler=_delegate("switchboard.serving.serve_cli", "run"))
 
     token = sub.add_parser("token", help="mint a JWT with the configured secret")
     token.add_argument("--sub", type=_uuid, help="user id (UUID); random when omitted")
-    token.add_argument(
-        "--role",
-        default="User",
-        choices=["SuperAdmin", "Admin", "Manager", "Operator", "User", "Viewer", "ApiClient"],
-    )
+    token.add_argument("--role", default="User", choices=ROLE_CHOICES)
     token.add_argument("--email")
     token.add_argument("--permission", action="append", help="repeatable; role defaults when omitted")
     token.add_argument("--acting-as", type=_uuid, help="room id: mint a delegation token for that room")
@@ -152,22 +164,42 @@ def build_parser() -> argparse.ArgumentParser:
     user_sub = user.add_subparsers(dest="user_command", required=True)
     create = user_sub.add_parser("create", help="create a user; the password is read from standard input")
     create.add_argument("--email", required=True)
-    create.add_argument(
-        "--role",
-        default="User",
-        choices=["SuperAdmin", "Admin", "Manager", "Operator", "User", "Viewer", "ApiClient"],
-    )
+    create.add_argument("--role", default="User", choices=ROLE_CHOICES)
     create.set_defaults(handler=_delegate("switchboard.auth.users_cli", "run"))
+
+    key = sub.add_parser("key", help="API keys of embedded-auth users")
+    key_sub = key.add_subparsers(dest="key_command", required=True)
+    key_create = key_sub.add_parser("create", help="issue an API key (svc_api_…) for a user; shown once")
+    key_create.add_argument("--email", required=True, help="the user's email (see `switchboard user create`)")
+    key_create.add_argument("--name", default="cli", help="service name the key is listed under")
+    key_create.add_argument("--description", default="", help="what the key is for")
+    key_create.set_defaults(handler=_delegate("switchboard.auth.keys_cli", "run"))
     return parser
+
+
+def _preflight(args: argparse.Namespace) -> None:
+    """Every verb but `serve` uses the secrets `serve` made, and says where to run when it finds none."""
+    if args.command == "serve":
+        return
+    settings = load_settings(generate_secrets=False)
+    if args.command not in WITHOUT_DATABASE:
+        asyncio.run(check_database(settings.database_url))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.debug:
+        os.environ["SWITCHBOARD_DEBUG"] = "1"  # the workers of `serve` read it too
     try:
+        _preflight(args)
         return int(args.handler(args))
-    except (SettingsError, ConfigError) as exc:
-        print(f"switchboard: {exc}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"switchboard: {explain(exc)}", file=sys.stderr)
+        return 2 if isinstance(exc, SettingsError | ConfigError) else 1
 
 
 if __name__ == "__main__":

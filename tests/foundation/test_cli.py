@@ -247,6 +247,13 @@ def test_serve_starts_with_zero_configuration(tmp_path: Path) -> None:
     assert (tmp_path / "var" / "switchboard.db").exists()
     output = log_path.read_text(encoding="utf-8")
     assert "GENERATED a development secret" in output
+    # What an operator needs first: where data, catalog and database are, and where it listens.
+    assert f"no config file at {tmp_path / 'config' / 'switchboard.yaml'}" in output
+    assert (
+        f"data dir {tmp_path / 'var'}" in output
+        and f"sqlite at {tmp_path / 'var' / 'switchboard.db'}" in output
+    )
+    assert f"ready (database: sqlite) on http://127.0.0.1:{port}" in output
     assert (tmp_path / "var" / "jwt_secret").read_text().strip() not in output
 
 

@@ -37,7 +37,7 @@ async def _create(database_url: str, email: str, role: str, password: str) -> st
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    settings = load_settings(generate_secrets=False)
     try:
         password = _read_password()
         print(asyncio.run(_create(settings.database_url, args.email, args.role, password)))
