@@ -118,6 +118,37 @@ def chat_events(script: Script, body: dict[str, Any], call_id: str) -> Iterator[
     yield b"data: [DONE]\n\n"
 
 
+def completion_body(script: Script, body: dict[str, Any], call_id: str) -> dict[str, Any]:
+    """The legacy text completion (`POST /v1/completions`)."""
+    return {
+        "id": call_id,
+        "object": "text_completion",
+        "created": CREATED,
+        "model": body.get("model"),
+        "system_fingerprint": FINGERPRINT,
+        "choices": [{"text": script.reply, "index": 0, "logprobs": None, "finish_reason": "stop"}],
+        "usage": usage(script),
+    }
+
+
+def completion_events(script: Script, body: dict[str, Any], call_id: str) -> Iterator[bytes]:
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    base = {"id": call_id, "object": "text_completion", "created": CREATED, "model": body.get("model")}
+    pieces = list(script.pieces())
+    for index, piece in enumerate(pieces):
+        finish = "stop" if index == len(pieces) - 1 else None
+        payload: dict[str, Any] = {
+            **base,
+            "choices": [{"text": piece, "index": 0, "logprobs": None, "finish_reason": finish}],
+        }
+        if include_usage:
+            payload["usage"] = None
+        yield sse(payload)
+    if include_usage:
+        yield sse({**base, "choices": [], "usage": usage(script)})
+    yield b"data: [DONE]\n\n"
+
+
 def vector(text: str, dims: int) -> list[float]:
     """A deterministic unit-ish vector per input text."""
     digest = hashlib.sha256(text.encode()).digest()

@@ -18,10 +18,31 @@ class Catalog:
     aliases: Mapping[str, str] = field(default_factory=dict)
     default: tuple[str, ...] = ()
     tools: frozenset[str] = frozenset()
+    # A model's bare name (`gpt-4o-mini`) → every catalog entry with that `model`, in catalog order.
+    by_bare: Mapping[str, tuple[ModelEntry, ...]] = field(default_factory=dict)
 
     def model_for(self, provider: str, model: str) -> ModelEntry:
         """A catalog entry, or an unlisted model of a known provider (priced elsewhere or not at all)."""
         return self.by_key.get(f"{provider}/{model}") or ModelEntry(provider=provider, model=model)  # type: ignore[arg-type]
+
+    def bare_match(self, name: str) -> ModelEntry | None:
+        """The one catalog model named `name` without its provider; None when there is none.
+
+        Clients such as litellm and the OpenAI Agents SDK strip their own `openai/` prefix before
+        sending, so `openai/gpt-4o-mini` arrives as `gpt-4o-mini`.
+        """
+        found = self.by_bare.get(name, ())
+        if len(found) > 1:
+            raise BadRequest(
+                f"The model `{name}` is ambiguous: it matches {', '.join(e.key for e in found)}; "
+                "name one of them",
+                param="model",
+                openai_code="ambiguous_model",
+            )
+        return found[0] if found else None
+
+    def unambiguous_bare_names(self) -> dict[str, ModelEntry]:
+        return {name: entries[0] for name, entries in self.by_bare.items() if len(entries) == 1}
 
     def entry(self, key: str) -> ModelEntry:
         provider, _, model = key.partition("/")
@@ -67,10 +88,12 @@ def _check_key(key: str, where: str) -> None:
 def build_catalog(config: GatewayConfig) -> Catalog:
     by_key: dict[str, ModelEntry] = {}
     by_tag: dict[str, list[ModelEntry]] = {}
+    by_bare: dict[str, list[ModelEntry]] = {}
     for index, entry in enumerate(config.models):
         if entry.key in by_key:
             raise ConfigError(f"models.{index}: {entry.key} is listed twice")
         by_key[entry.key] = entry
+        by_bare.setdefault(entry.model, []).append(entry)
         for tag in entry.tags:
             by_tag.setdefault(tag, []).append(entry)
     for alias, target in config.aliases.items():
@@ -86,4 +109,10 @@ def build_catalog(config: GatewayConfig) -> Catalog:
         aliases=dict(config.aliases),
         default=config.default,
         tools=frozenset(config.tools),
+        # An alias wins over a bare name; a bare name that is also a selector form is never one.
+        by_bare={
+            name: tuple(entries)
+            for name, entries in by_bare.items()
+            if name not in config.aliases and parse_selector(name).kind == "alias"
+        },
     )

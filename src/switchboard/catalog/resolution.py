@@ -30,7 +30,11 @@ def candidates(catalog: Catalog, selector: Selector) -> Sequence[ModelEntry]:
         found = [catalog.model_for(selector.provider or "", selector.model or "")]
     elif selector.kind == "alias":
         target = catalog.aliases.get(selector.alias or "")
-        found = [catalog.entry(target)] if target else []
+        if target:
+            found = [catalog.entry(target)]
+        else:
+            bare = catalog.bare_match(selector.alias or "")
+            found = [bare] if bare is not None else []
     else:
         found = []
     if not found:

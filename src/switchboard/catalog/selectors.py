@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -10,6 +11,9 @@ from switchboard.errors import BadRequest
 
 SelectorKind = Literal["default", "tagged", "exact", "alias", "agent"]
 MAX_SELECTOR_LENGTH = 256
+# Control characters (C0, DEL, C1) and anything outside Latin-1: such a name is no model's, would
+# break the provider request line or the response's x-switchboard-model header, and is refused first.
+_UNUSABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]|[^\x00-\xff]")
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,8 @@ def parse_selector(text: object) -> Selector:
         raise BadRequest("`model` must be a non-empty string", param="model")
     if len(text) > MAX_SELECTOR_LENGTH:
         raise BadRequest(f"`model` is longer than {MAX_SELECTOR_LENGTH} characters", param="model")
+    if _UNUSABLE.search(text):
+        raise BadRequest("`model` contains a control character or a character outside Latin-1", param="model")
     if text == "default":
         return Selector(kind="default", text=text)
     if text.startswith("tag:"):

@@ -128,6 +128,7 @@ class TranslatedStream(UpstreamStream):
         self._deadline = 0.0
         self._started = False
         self._closed = False
+        self._id: str | None = None  # the first chunk's id, carried by every chunk
 
     async def _open(self) -> None:
         litellm, kwargs = await self._relay._call_kwargs(
@@ -169,7 +170,9 @@ class TranslatedStream(UpstreamStream):
                 if chunk is None:
                     await self.aclose()
                     raise StopAsyncIteration
-                usage, events = chunk_events(chunk)
+                if self._id is None:
+                    self._id = getattr(chunk, "id", None) or None
+                usage, events = chunk_events(chunk, self._id)
                 if usage is not None:
                     self.usage = usage
                 self._pending.extend(events)
