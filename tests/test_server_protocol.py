@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +18,7 @@ import uvloop
 from uvicorn.server import ServerState
 
 from switchboard.server_protocol import HttpToolsHeadHolding
+from tests.support.servers import uvicorn_on_uvloop
 
 BODY = b'{"ok": true}'
 
@@ -66,20 +66,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 @pytest.fixture(scope="module")
 def port() -> Iterator[int]:
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, http=HttpToolsHeadHolding, lifespan="off", log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    loop = uvloop.new_event_loop()
-    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.01)
-    yield server.servers[0].sockets[0].getsockname()[1]
-    server.should_exit = True
-    thread.join(10)
+    with uvicorn_on_uvloop(app, HttpToolsHeadHolding) as bound:
+        yield bound
 
 
 def _connect(port: int) -> socket.socket:

@@ -9,20 +9,24 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from switchboard import API_VERSION
 from switchboard.auth.authenticator import Authenticator
 from switchboard.auth.tokens import TokenCodec
-from switchboard.db.engine import make_engine, make_sessionmaker
-from switchboard.db.migrate import upgrade
+from switchboard.cors import v1_cors
+from switchboard.db.engine import make_sessionmaker
+from switchboard.db.outage import DatabaseOutage
 from switchboard.error_shapes import install_error_handlers
 from switchboard.idempotency.middleware import IdempotencyMiddleware
 from switchboard.idempotency.openapi import declare_idempotency_key
 from switchboard.llm import fast_routes
 from switchboard.logging_setup import configure_logging
+from switchboard.openapi_errors import declare_errors
 from switchboard.request_context import RequestContextMiddleware
 from switchboard.settings import Settings, load_settings
+from switchboard.startup_errors import open_database
 
 log = logging.getLogger("switchboard.app")
 
@@ -83,19 +87,22 @@ def _routers() -> list[object]:
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
-    engine = make_engine(settings.database_url)
-    if settings.migrate_on_start:
-        await upgrade(engine)
+    engine = await open_database(settings.database_url, migrate=settings.migrate_on_start)
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    # SQLite is a local file: it does not go away. PostgreSQL is watched (db/outage.py).
+    app.state.db_outage = DatabaseOutage(engine, enabled=engine.dialect.name == "postgresql")
     started: list[object] = []
     try:
         for module in _lifecycles():
             await module.startup(app)  # type: ignore[attr-defined]
             started.append(module)
-        log.info("switchboard %s ready (database: %s)", API_VERSION, engine.dialect.name)
+        app.state.db_outage.start()
+        where = f" on {settings.listen_url}" if settings.listen_url else ""
+        log.info("switchboard %s ready (database: %s)%s", API_VERSION, engine.dialect.name, where)
         yield
     finally:
+        await app.state.db_outage.stop()
         for module in reversed(started):
             try:
                 await module.shutdown(app)  # type: ignore[attr-defined]
@@ -108,8 +115,20 @@ class SwitchboardApp(FastAPI):
     """FastAPI, except that POSTs to the model-call routes skip the framework (llm/fast_routes.py)."""
 
     model_calls: ASGIApp | None = None
+    cors: ASGIApp | None = None  # /v1 behind CORS, when SWITCHBOARD_CORS_ORIGINS names origins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if path[-1:] == "/" and path.startswith("/v1/"):
+            # Served as without the slash: a redirect would cost a round trip, and its absolute
+            # Location would name http:// behind a TLS-terminating proxy.
+            scope = dict(scope, path=path.rstrip("/"), raw_path=path.rstrip("/").encode())
+        if self.cors is not None and scope["type"] == "http" and path.startswith("/v1/"):
+            await self.cors(scope, receive, send)
+            return
+        await self._dispatch(scope, receive, send)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.model_calls is not None and fast_routes.takes(scope):
             scope["app"] = self
             await self.model_calls(scope, receive, send)
@@ -119,7 +138,7 @@ class SwitchboardApp(FastAPI):
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema is None:
             # Built once and kept by FastAPI; the header is honoured by middleware, not by any route.
-            self.openapi_schema = declare_idempotency_key(super().openapi())
+            self.openapi_schema = declare_errors(declare_idempotency_key(super().openapi()))
         return self.openapi_schema
 
 
@@ -140,11 +159,18 @@ def create_app(settings: Settings | None = None, *, fast_model_calls: bool = Tru
         TokenCodec(settings.jwt_secret.get_secret_value(), settings.jwt_audience, settings.jwt_leeway_seconds)
     )
     install_error_handlers(app)
-    for router in _routers():
-        app.include_router(router)  # type: ignore[arg-type]
+    routers: list[Any] = _routers()
+    for router in routers:
+        app.include_router(router)
+    # For a 405's Allow header (error_shapes.allowed_methods): every route with its path pattern.
+    app.state.routes_by_path = [
+        route for router in routers for route in router.routes if isinstance(route, APIRoute)
+    ]
     # Added first, so it runs inside RequestContextMiddleware (request id, body limit, log line).
     app.add_middleware(IdempotencyMiddleware)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    if settings.cors_origins:
+        app.cors = v1_cors(app._dispatch, settings.cors_origins)
     if fast_model_calls:
         # The same request context as every other route: request id, body limit, log line, last-resort 500.
         app.model_calls = RequestContextMiddleware(

@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from switchboard.db.outage import lost_database
 from switchboard.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -117,10 +118,25 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
     response = error_response(error, request.url.path)
     for name, value in (exc.headers or {}).items():
         response.headers[name] = value
+    if exc.status_code == 405:
+        response.headers["allow"] = ", ".join(allowed_methods(request))
     return response
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path: each FastAPI route holds one method, and the
+    framework's 405 names only the first route that matched the path."""
+    methods: set[str] = set()
+    for route in getattr(request.app.state, "routes_by_path", ()):
+        if route.path_regex.match(request.url.path):
+            methods.update(route.methods or ())
+    return sorted(methods)
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    lost = lost_database(request.scope, exc)
+    if lost is not None:
+        return error_response(lost, request.url.path)
     # The stack trace goes to the log under the request id, never to the client.
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return error_response(SwitchboardError(), request.url.path)

@@ -96,6 +96,15 @@ class Conflict(SwitchboardError):
     default_message = "conflicting state"
 
 
+class HeadTooLarge(SwitchboardError):
+    """A request head over the server's limits (size, one line, or the number of lines)."""
+
+    status = 431
+    code = "REQUEST_HEADER_FIELDS_TOO_LARGE"
+    openai_type = "invalid_request_error"
+    default_message = "request head too large"
+
+
 class PayloadTooLarge(SwitchboardError):
     status = 413
     code = "BAD_REQUEST"

@@ -6,10 +6,12 @@ import logging
 import re
 import time
 import uuid
+from sys import exc_info
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from switchboard.db.outage import lost_database
 from switchboard.error_shapes import error_body, surface_for
 from switchboard.errors import PayloadTooLarge, SwitchboardError
 from switchboard.kit.asgi import header
@@ -84,9 +86,12 @@ class RequestContextMiddleware:
             if overflowed:
                 await _send_error(emit, path, too_large)
                 return
-            # The stack trace goes to the log under the request id, never to the client.
-            log.exception("unhandled error on %s %s rid=%s", scope.get("method"), path, request_id)
-            await _send_error(emit, path, SwitchboardError())
+            error: SwitchboardError | None = lost_database(scope, exc_info()[1])
+            if error is None:
+                # The stack trace goes to the log under the request id, never to the client.
+                log.exception("unhandled error on %s %s rid=%s", scope.get("method"), path, request_id)
+                error = SwitchboardError()
+            await _send_error(emit, path, error)
         finally:
             _log_line(scope, status, started, request_id)
 
@@ -97,7 +102,11 @@ async def _send_error(send: Send, path: str, error: SwitchboardError) -> None:
         {
             "type": "http.response.start",
             "status": error.status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *((k.lower().encode(), v.encode()) for k, v in error.headers.items()),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

@@ -1,4 +1,10 @@
-"""uvicorn's httptools protocol, writing a response's head and the start of its body in one send.
+"""uvicorn's httptools protocol, with bounded request heads and a response's head sent with its body.
+
+Request heads (SPEC §19): a connection that has not sent a complete head within `HeadLimits.timeout`
+seconds of opening (or of its previous answer) is closed, however it trickles bytes; a head over
+`max_bytes`, with a line over `max_line` or more than `max_lines` lines is answered 431 and closed
+before it can grow further; a head the parser rejects (control bytes in a header value, …) is
+answered 400 in the path's JSON error shape, never uvicorn's text/plain.
 
 uvicorn writes the status line and headers as soon as `http.response.start` arrives, then the body
 as a second write: two `send` syscalls, two loopback segments, per response. On the benchmark's VM a
@@ -11,9 +17,16 @@ changes: the order of bytes, flow control and closing are the transport's own.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import uuid
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+import httptools
+import orjson
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from switchboard.error_shapes import error_body, surface_for
+from switchboard.errors import BadRequest, HeadTooLarge, SwitchboardError
 
 _HEAD = b"HTTP/1.1 "
 
@@ -96,10 +109,127 @@ class HeadHoldingTransport(asyncio.Transport):
         return self._inner.get_protocol()
 
 
+@dataclass(frozen=True)
+class HeadLimits:
+    timeout: float = 15.0  # seconds to send a complete request head
+    max_bytes: int = 64 * 1024  # the request line and every header together
+    max_line: int = 1024 * 1024  # one header, name and value
+    max_lines: int = 200  # headers in one head
+
+
 class HttpToolsHeadHolding(HttpToolsProtocol):
     """`switchboard serve` passes this class to uvicorn as its `http` protocol."""
+
+    limits: ClassVar[HeadLimits] = HeadLimits()  # set by the worker from its settings
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         # Flow control keeps the real transport; requests and responses go through the holder.
         self.transport = HeadHoldingTransport(transport, self.loop)
+        self._refused = False
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._await_head()
+
+    def _await_head(self) -> None:
+        """A new head is due: counted from zero, within one deadline that no byte extends."""
+        self._in_head = True
+        self._head_pending = 0  # bytes fed while the head is incomplete (bounds the parser's buffer)
+        self._head_bytes = 0  # exact: the request line and headers parsed so far
+        self._head_lines = 0
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = self.loop.call_later(self.limits.timeout, self._head_timed_out)
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self._in_head and not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserCallbackError as exc:
+            cause = exc.__context__
+            self._refuse(cause if isinstance(cause, SwitchboardError) else _malformed())
+            return
+        except httptools.HttpParserError:
+            self._refuse(_malformed())
+            return
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+            return
+        if self._in_head:
+            self._head_pending += len(data)
+            if self._head_pending > self.limits.max_bytes:
+                self._refuse(_too_large(f"over {self.limits.max_bytes} bytes"))
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_lines += 1
+        if self._head_lines > self.limits.max_lines:
+            raise _too_large(f"more than {self.limits.max_lines} header lines")
+        if len(name) + len(value) > self.limits.max_line:
+            raise _too_large(f"a header line over {self.limits.max_line} bytes")
+        self._count(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def _count(self, size: int) -> None:
+        self._head_bytes += size
+        if self._head_bytes > self.limits.max_bytes:
+            raise _too_large(f"over {self.limits.max_bytes} bytes")
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and not self.pipeline:
+            self._await_head()
+
+    def _refuse(self, error: SwitchboardError) -> None:
+        """Answers a head that will not be served in the path's JSON error shape, then closes."""
+        self._refused = True
+        self._in_head = False
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        if self.transport.is_closing():
+            return
+        path = (self.url or b"/").split(b"?", 1)[0].decode("latin-1") if hasattr(self, "url") else "/"
+        body = orjson.dumps(error_body(error, surface_for(path)))
+        head = [
+            STATUS_LINE[error.status],
+            b"content-type: application/json\r\n",
+            b"content-length: %d\r\n" % len(body),
+            b"x-request-id: " + uuid.uuid4().hex.encode() + b"\r\n",
+            b"connection: close\r\n\r\n",
+        ]
+        self.transport.write(b"".join(head) + body)
+        self.transport.close()
+
+
+def _malformed() -> SwitchboardError:
+    return BadRequest("malformed HTTP request head (a control character in a header value, or bad syntax)")
+
+
+def _too_large(why: str) -> SwitchboardError:
+    return HeadTooLarge(f"request head too large: {why}")

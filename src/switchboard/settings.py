@@ -51,6 +51,12 @@ class Settings:
     auth_url: str = "http://localhost:8000"
     allow_private_upstreams: bool = False
     max_body_bytes: int = 20 * 1024 * 1024
+    max_upstream_response_bytes: int = 8 * 1024 * 1024  # a non-streamed or inflated answer; over → 502
+    head_timeout_seconds: float = 15.0  # to send a complete request head, else the connection closes
+    max_head_bytes: int = 64 * 1024  # request line and headers; over it → 431
+    max_header_line_bytes: int = 1024 * 1024
+    max_header_lines: int = 200
+    cors_origins: tuple[str, ...] = ()  # browser origins allowed to call /v1; ("*",) for any
     log_format: Literal["text", "json"] = "text"
     log_level: str = "INFO"
     upstream_connect_timeout: float = 10.0
@@ -59,6 +65,9 @@ class Settings:
     idempotency_ttl_seconds: int = 24 * 3600
     usage_queue_size: int = 10_000
     migrate_on_start: bool = True
+    debug: bool = False
+    # Set by `switchboard serve` for its workers, so that their ready line says where they listen.
+    listen_url: str = ""
     git_sha: str = "unknown"
     built_at: str = ""
 
@@ -73,9 +82,16 @@ def _bool(value: str | None, default: bool = False) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _read_or_create_secret(path: Path, make: str) -> str:
+def _read_or_create_secret(path: Path, make: str, variable: str, generate: bool) -> str:
     if path.exists():
         return path.read_text(encoding="utf-8").strip()
+    if not generate:
+        # Only `serve` creates secrets: a verb run elsewhere would otherwise mint tokens and keys
+        # under a fresh secret that the running gateway has never seen.
+        raise SettingsError(
+            f"no development secret at {path.resolve()}: run this where `switchboard serve` runs "
+            f"(it keeps ./var there), or set SWITCHBOARD_DATA_DIR to its data directory (or {variable})"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -145,7 +161,20 @@ def _git_sha(env: Mapping[str, str]) -> str:
     return out.stdout.strip() or "unknown"
 
 
-def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+def parse_cors_origins(spec: str) -> tuple[str, ...]:
+    """`*`, or comma-separated origins such as `https://app.example.com,http://localhost:3000`."""
+    origins = tuple(part.strip().rstrip("/") for part in spec.split(",") if part.strip())
+    for origin in origins:
+        scheme, sep, host = origin.partition("://")
+        if origin != "*" and (scheme not in ("http", "https") or not sep or not host or "/" in host):
+            raise SettingsError(
+                f"SWITCHBOARD_CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port]) or *"
+            )
+    return origins
+
+
+def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: bool = True) -> Settings:
+    """`generate_secrets=False` (every CLI verb but `serve`) refuses instead of creating dev secrets."""
     env = os.environ if env is None else env
 
     def get(name: str, default: str | None = None) -> str | None:
@@ -160,14 +189,18 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
 
     jwt_secret = get("JWT_SECRET")
     if jwt_secret is None and dev:
-        jwt_secret = _read_or_create_secret(data_dir / "jwt_secret", secrets.token_urlsafe(48))
+        jwt_secret = _read_or_create_secret(
+            data_dir / "jwt_secret", secrets.token_urlsafe(48), f"{PREFIX}JWT_SECRET", generate_secrets
+        )
     if jwt_secret is None or len(jwt_secret.encode()) < MIN_SECRET_BYTES:
         raise SettingsError(f"SWITCHBOARD_JWT_SECRET must be set and at least {MIN_SECRET_BYTES} bytes")
 
     key_spec = get("ENCRYPTION_KEYS")
     if key_spec is None and dev:
         fresh = "dev1:" + base64.b64encode(secrets.token_bytes(32)).decode()
-        key_spec = _read_or_create_secret(data_dir / "encryption_keys", fresh)
+        key_spec = _read_or_create_secret(
+            data_dir / "encryption_keys", fresh, f"{PREFIX}ENCRYPTION_KEYS", generate_secrets
+        )
     if key_spec is None:
         raise SettingsError("SWITCHBOARD_ENCRYPTION_KEYS must be set outside development")
     keys = parse_encryption_keys(key_spec)
@@ -204,6 +237,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         auth_url=(get("AUTH_URL", public_url) or public_url).rstrip("/"),
         allow_private_upstreams=_bool(get("ALLOW_PRIVATE_UPSTREAMS")),
         max_body_bytes=int(number("MAX_BODY_BYTES", 20 * 1024 * 1024)),
+        max_upstream_response_bytes=int(number("MAX_UPSTREAM_RESPONSE_BYTES", 8 * 1024 * 1024)),
+        head_timeout_seconds=number("HEAD_TIMEOUT_SECONDS", 15.0),
+        max_head_bytes=int(number("MAX_HEAD_BYTES", 64 * 1024)),
+        max_header_line_bytes=int(number("MAX_HEADER_LINE_BYTES", 1024 * 1024)),
+        max_header_lines=int(number("MAX_HEADER_LINES", 200)),
+        cors_origins=parse_cors_origins(get("CORS_ORIGINS", "") or ""),
         log_format=log_format,  # type: ignore[arg-type]
         log_level=(get("LOG_LEVEL", "INFO") or "INFO").upper(),
         upstream_connect_timeout=number("UPSTREAM_CONNECT_TIMEOUT", 10.0),
@@ -212,6 +251,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         idempotency_ttl_seconds=int(number("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)),
         usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
         migrate_on_start=_bool(get("MIGRATE_ON_START"), default=True),
+        debug=_bool(get("DEBUG")),
+        listen_url=get("LISTEN_URL", "") or "",
         git_sha=_git_sha(env),
         built_at=_built_at(env),
     )

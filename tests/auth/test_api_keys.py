@@ -142,8 +142,8 @@ def test_a_key_cannot_issue_keys_nor_a_delegation_token_manage_them(
         gateway.client(delegated).get("/auth/api-keys"),
     ):
         assert response.status_code == 403
-    odd_role = gateway.client(gateway.tokens.mint(role="Wizard"))
-    assert odd_role.post("/auth/api-key/generate", json={"service_name": "x"}).status_code == 403
+    odd_role = gateway.client(gateway.tokens.mint(role="Wizard"))  # not a role: not a token
+    assert odd_role.post("/auth/api-key/generate", json={"service_name": "x"}).status_code == 401
     # A password account issues keys too, with its own role.
     session = login(gateway, account)
     assert issue_key(gateway, session["token"])["api_key"].startswith("svc_api_")

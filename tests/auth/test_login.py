@@ -61,6 +61,16 @@ def test_malformed_login_bodies_are_400_and_never_echo_the_password(gateway: Gat
         assert response.status_code == 400 and response.json()["code"] == "VALIDATION_FAILED"
 
 
+def _fastest_login(gateway: Gateway, account: Account, times: int = 3) -> float:
+    """The quickest of a few successful logins: the hash's cost with the machine's hiccups removed."""
+    fastest = float("inf")
+    for _ in range(times):
+        started = time.perf_counter()
+        login(gateway, account)
+        fastest = min(fastest, time.perf_counter() - started)
+    return fastest
+
+
 def test_failed_logins_are_slowed_down_still_401_and_the_owner_gets_in_after(gateway: Gateway) -> None:
     account = make_account(gateway)
     client = gateway.client()
@@ -70,16 +80,15 @@ def test_failed_logins_are_slowed_down_still_401_and_the_owner_gets_in_after(gat
         response = client.post("/auth/login", json={"email": account.email, "password": "guess-guess"})
         durations.append(time.perf_counter() - started)
         assert response.status_code == 401
-    # Waits of 0, 0.2 and 0.4 s come before the check; the hash itself costs the same each time.
+    # Waits of 0, 0.2 and 0.4 s are slept in full before the check: lower bounds hold on any machine.
     assert durations[1] >= 0.2 and durations[2] >= 0.4
-    assert durations[2] - durations[0] >= 0.25
     started = time.perf_counter()
     assert login(gateway, account)["user"]["id"] == str(account.id)
     assert time.perf_counter() - started >= 0.8  # the owner waits too: racing the guesser gains nothing
-    # A success clears the slate.
-    started = time.perf_counter()
-    login(gateway, account)
-    assert time.perf_counter() - started < 1.0
+    # A success clears the slate: more logins cost what an untouched account's do (measured here, on
+    # this machine, now), not the 0.8 s wait each that three remembered failures would still add.
+    baseline = _fastest_login(gateway, make_account(gateway))
+    assert _fastest_login(gateway, account) < baseline + 0.4
 
 
 def test_the_login_delay_doubles_and_is_bounded() -> None:

@@ -12,6 +12,7 @@ from switchboard.auth.authenticator import Authenticator
 from switchboard.auth.principal import Principal
 from switchboard.auth.tokens import TokenCodec
 from switchboard.errors import Unauthorized
+from tests.support.gateway import Gateway
 
 SECRET = "s" * 48
 
@@ -25,6 +26,20 @@ def test_a_cached_token_stops_working_when_it_expires() -> None:
     time.sleep(max(0.0, int(time.time()) + 1.05 - time.time()))
     with pytest.raises(Unauthorized):
         asyncio.run(authenticator.authenticate(header))
+
+
+def test_the_gateway_refuses_a_cached_token_once_its_exp_passes_despite_the_clock_leeway(
+    gateway: Gateway,
+) -> None:
+    assert gateway.settings.jwt_leeway_seconds > 0  # the leeway covers `iat` skew, never expiry
+    token = gateway.tokens.mint(ttl_seconds=3)
+    expires_at_latest = int(time.time()) + 3  # `exp` is the minting second plus the ttl
+    client = gateway.client(token)
+    assert client.get("/protected/jwt").status_code == 200  # verified, and now cached
+    time.sleep(max(0.0, expires_at_latest + 0.05 - time.time()))
+    response = client.get("/protected/jwt")
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Bearer")
 
 
 def test_a_cached_delegation_token_is_still_checked_for_revocation_each_time() -> None:

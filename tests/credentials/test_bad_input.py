@@ -94,3 +94,34 @@ def test_error_messages_never_quote_the_secret(gateway: Gateway) -> None:
     response = gateway.user().client.post("/llm-credentials", json={"provider": "nope", "secret": secret})
     assert response.status_code == 400
     assert secret not in response.text and "bad secret" not in response.text
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "https://api.example.com/v1\r\nX-Injected: 1",
+        "https://api.example.com/v\n1",
+        "https://api.exa\x00mple.com/v1",
+        "https://api.example.com/v1\x07",
+        "https://api.example.com/ v1",
+        "https://api.example.com/\tv1",
+        "https://api.example.com/v1\x7f",
+    ],
+)
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_base_url_with_a_space_or_control_character_is_422_on_create_and_update(
+    gateway: Gateway, strict_gateway: Gateway, base_url: str, strict: bool
+) -> None:
+    target = strict_gateway if strict else gateway  # whatever SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS says
+    payload = _refused(target, {"provider": "openai", "secret": fresh_secret(), "base_url": base_url}, 422)
+    assert "control characters" in str(payload["error"])
+    user = target.user()
+    good = "https://api.openai.com/v1"
+    created = user.client.post(
+        "/llm-credentials", json={"provider": "openai", "secret": fresh_secret(), "base_url": good}
+    )
+    assert created.status_code == 201, created.text
+    credential_id = created.json()["id"]
+    changed = user.client.patch(f"/llm-credentials/{credential_id}", json={"base_url": base_url})
+    assert changed.status_code == 422
+    assert user.client.get(f"/llm-credentials/{credential_id}").json()["base_url"] == good

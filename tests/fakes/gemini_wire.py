@@ -58,7 +58,9 @@ def content_body(script: Script, body: dict[str, Any], model: str, response_id: 
 
 def content_events(script: Script, body: dict[str, Any], model: str, response_id: str) -> Iterator[bytes]:
     """One event per piece carrying the prompt count; the last adds finishReason and full usage."""
-    tail = {"modelVersion": model, "responseId": response_id}
+    tail = (
+        {"modelVersion": model, "responseId": response_id} if script.response_ids else {"modelVersion": model}
+    )
     tool = _tool_name(body)
     if tool is not None:
         part = {"functionCall": {"name": tool, "args": orjson.loads(script.tool_arguments)}}

@@ -222,6 +222,8 @@ class FakeProvider:
 
     @staticmethod
     def _reply(record: Received, script: Script, body: dict[str, Any], n: int) -> dict[str, Any]:
+        if record.kind == "openai" and record.path.endswith("/v1/completions"):
+            return openai_wire.completion_body(script, body, f"cmpl-fake-{n}")
         if record.kind == "openai":
             return openai_wire.chat_body(script, body, f"chatcmpl-fake-{n}")
         if record.kind == "anthropic":
@@ -230,6 +232,8 @@ class FakeProvider:
 
     @staticmethod
     def _events(record: Received, script: Script, body: dict[str, Any], n: int) -> Iterator[bytes]:
+        if record.kind == "openai" and record.path.endswith("/v1/completions"):
+            return openai_wire.completion_events(script, body, f"cmpl-fake-{n}")
         if record.kind == "openai":
             return openai_wire.chat_events(script, body, f"chatcmpl-fake-{n}")
         if record.kind == "anthropic":
@@ -275,8 +279,9 @@ class FakeProvider:
                 raise _ClientGone
             if await watcher.sleep(script.chunk_delay if index else 0):
                 raise _ClientGone
-            await send({"type": "http.response.body", "body": event, "more_body": True})
+            # recorded before the send: a client may read the event and look here before send returns
             record.sent.append(event)
+            await send({"type": "http.response.body", "body": event, "more_body": True})
         if script.stall_after is not None and await watcher.sleep(STALL_SECONDS):
             raise _ClientGone  # told to stall after more events than there were: hold the body open
         await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -292,6 +297,8 @@ def _route(method: str, path: str) -> tuple[Kind, str, str | None] | None:
         return "openai", "chat", None
     if path.endswith("/v1/embeddings"):
         return "openai", "embeddings", None
+    if path.endswith("/v1/completions"):
+        return "openai", "completions", None
     if path.endswith("/v1/messages"):
         return "anthropic", "messages", None
     marker = "/v1beta/models/"

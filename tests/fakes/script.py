@@ -42,6 +42,7 @@ class Script:
     stall_after: int | None = None  # stream events sent before going silent (until disconnect)
     break_after: int | None = None  # stream events (or body halves) sent before the connection drops
     endless: bool = False  # keep streaming content until the client goes away
+    response_ids: bool = True  # Gemini: name the responseId (some API versions send none)
 
     def pieces(self) -> Iterator[str]:
         """The reply cut into stream pieces (words with their trailing space)."""

@@ -77,6 +77,16 @@ BAD_TOKENS = {
     "absurd-exp": lambda: hs256(claims(exp=10**30)),
     "string-exp": lambda: hs256(claims(exp="99999999999")),
     "iat-in-the-future": lambda: hs256(claims(iat=int(time.time()) + 3600, exp=int(time.time()) + 7200)),
+    # Signed by the right secret, yet claims no issuer of ours would write.
+    "unknown-role": lambda: hs256(claims(role="Wizard")),
+    "role-in-lower-case": lambda: hs256(claims(role="admin")),
+    "role-as-a-list": lambda: hs256(claims(role=["Admin"])),
+    "null-role": lambda: hs256({**claims(), "role": None}),
+    "permissions-as-a-string": lambda: hs256(claims(permissions="ReadUsage CreateGroup")),
+    "permissions-with-a-number": lambda: hs256(claims(permissions=["ReadUsage", 7])),
+    "acting-as-without-delegation-id": lambda: hs256(
+        claims(auth_method="delegation", acting_as=str(uuid.uuid4()), delegation_scope=["read"])
+    ),
     "payload-not-an-object": lambda: handmade({"alg": "HS256", "typ": "JWT"}, [1, 2], b"x"),  # type: ignore[arg-type]
     "unknown-api-key": lambda: "svc_api_" + "z" * 40,
 }

@@ -164,3 +164,22 @@ def test_an_unsafe_request_id_is_replaced(probe_gateway: Gateway) -> None:
     echoed = probe_gateway.client().get("/health", headers={"x-request-id": given}).headers["x-request-id"]
     assert echoed != given
     assert re.fullmatch(r"[0-9a-f]{32}", echoed)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "expected"),
+    [
+        ("PUT", "/llm-credentials/00000000-0000-0000-0000-000000000001", {"GET", "PATCH", "DELETE"}),
+        ("DELETE", "/working-groups", {"GET", "POST"}),
+        ("GET", "/v1/chat/completions", {"POST"}),
+        ("PUT", "/economies/default", {"GET", "PATCH"}),
+    ],
+)
+def test_a_405_names_every_method_of_the_path_in_allow(
+    gateway: Gateway, method: str, path: str, expected: set[str]
+) -> None:
+    response = gateway.client(gateway.user().token).request(method, path)
+    assert response.status_code == 405
+    allowed = {m.strip() for m in response.headers["allow"].split(",")}
+    assert expected <= allowed
+    assert method not in allowed

@@ -113,3 +113,30 @@ def test_every_replayed_post_declares_the_idempotency_key_header(document: dict[
     # /auth answers carry tokens, never stored, so never replayed; /mcp is a challenge, not an operation.
     assert not any(ok for path, ok in declared.items() if path.startswith("/auth/") or path == "/mcp")
     assert all(ok for path, ok in declared.items() if not path.startswith("/auth/") and path != "/mcp")
+
+
+def test_every_operation_declares_its_4xx_answers_in_its_surfaces_shape(document: dict[str, Any]) -> None:
+    shapes = {"/v1/": "OpenAIError", "/agents": "RegistryError", "/llm-credentials": "FlatError"}
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            responses = operation["responses"]
+            assert {"400", "404"} <= set(responses), (method, path)
+            if not path.startswith(("/health", "/version", "/ready", "/.well-known", "/mcp")):
+                assert "401" in responses, (method, path)
+            if method in ("post", "patch"):
+                assert "413" in responses, (method, path)
+            for prefix, schema in shapes.items():
+                if path.startswith(prefix):
+                    ref = responses["400"]["content"]["application/json"]["schema"]["$ref"]
+                    assert ref.endswith("/" + schema), (method, path, ref)
+    assert "429" in document["paths"]["/v1/chat/completions"]["post"]["responses"]
+    assert "OpenAIError" in document["components"]["schemas"]
+
+
+def test_uuid_path_parameters_declare_their_format(document: dict[str, Any]) -> None:
+    (parameter,) = [
+        p
+        for p in document["paths"]["/llm-credentials/{credential_id}"]["get"]["parameters"]
+        if p["in"] == "path"
+    ]
+    assert parameter["schema"]["format"] == "uuid"

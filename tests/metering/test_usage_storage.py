@@ -61,6 +61,7 @@ def usage_row(user_id: uuid.UUID, **values: Any) -> dict[str, Any]:
         "latency_ms": 10,
         "ttft_ms": None,
         "idempotency_key": None,
+        "usage_estimated": False,
     }
     row.update(values)
     return row

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
@@ -38,7 +40,19 @@ class ServerThread:
         except BaseException as exc:
             self._error = exc
         finally:
-            self.loop.close()
+            self._close_loop()
+
+    def _close_loop(self) -> None:
+        """What asyncio.run does at the end: cancel what is left, then close. A task left pending on a
+        closed loop is destroyed noisily at exit ("Task was destroyed but it is pending")."""
+        assert self.loop is not None
+        pending = [task for task in asyncio.all_tasks(self.loop) if not task.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
 
     def start(self, timeout: float = 30.0) -> ServerThread:
         self._thread.start()
@@ -68,3 +82,25 @@ class ServerThread:
     def stop(self) -> None:
         self.server.should_exit = True
         self._thread.join(timeout=15)
+
+
+@contextlib.contextmanager
+def uvicorn_on_uvloop(app: Any, protocol: type[asyncio.Protocol]) -> Iterator[int]:
+    """A real uvicorn on uvloop with the given HTTP protocol class (as `switchboard serve` runs it),
+    in a thread; yields its port."""
+    import uvloop
+
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, http=protocol, lifespan="off", log_level="error")
+    server = uvicorn.Server(config)
+    loop = uvloop.new_event_loop()
+    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.01)
+    try:
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(10)

@@ -9,7 +9,7 @@ from typing import Any
 
 import jwt
 
-from switchboard.auth.principal import ROLE_DEFAULT_PERMISSIONS, Principal
+from switchboard.auth.principal import ROLE_DEFAULT_PERMISSIONS, ROLES, Principal
 from switchboard.errors import Unauthorized
 
 ALGORITHM = "HS256"
@@ -83,6 +83,9 @@ class TokenCodec:
         numeric = isinstance(exp, int | float) and not isinstance(exp, bool)
         if not numeric or exp > time.time() + MAX_LIFETIME_SECONDS:
             raise Unauthorized("invalid token")
+        if exp <= time.time():
+            # The leeway absorbs clock skew on `iat` only: an expired token is refused at its `exp`.
+            raise Unauthorized("token expired")
         if claims.get("typ", ACCESS) != typ:
             raise Unauthorized("invalid token")
         return claims
@@ -108,10 +111,11 @@ def _uuid_or_ignore(value: object) -> uuid.UUID | None:
         return None
 
 
-def _str_list(value: object) -> frozenset[str]:
+def _str_list(value: object, *, spaced: bool = False) -> frozenset[str]:
+    """An array of strings; `spaced` also takes OAuth's space-separated string (delegation scopes)."""
     if value is None:
         return frozenset()
-    if isinstance(value, str):
+    if spaced and isinstance(value, str):
         return frozenset(value.split())
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return frozenset(value)
@@ -122,8 +126,12 @@ def principal_from_claims(claims: Mapping[str, Any]) -> Principal:
     user_id = _uuid_or_none(claims.get("sub"))
     if user_id is None:
         raise Unauthorized("invalid token")
-    role = claims.get("role") or "User"
-    if not isinstance(role, str):
+    # A signature proves who issued a token, not that its claims make sense: a role we do not know
+    # would otherwise be treated as a plain user's, and a room without its delegation as a delegation.
+    role = claims.get("role", "User")
+    if role not in ROLES:
+        raise Unauthorized("invalid token")
+    if claims.get("acting_as") not in (None, "") and not claims.get("delegation_token_id"):
         raise Unauthorized("invalid token")
     auth_method = str(claims.get("auth_method") or "jwt")
     delegated = auth_method == "delegation"
@@ -135,7 +143,7 @@ def principal_from_claims(claims: Mapping[str, Any]) -> Principal:
         session_id=str(claims["session_id"]) if claims.get("session_id") else None,
         auth_method=auth_method,
         acting_as=_uuid_or_none(claims.get("acting_as")) if delegated else None,
-        delegation_scope=_str_list(claims.get("delegation_scope")) if delegated else frozenset(),
+        delegation_scope=_str_list(claims.get("delegation_scope"), spaced=True) if delegated else frozenset(),
         delegation_token_id=str(claims["delegation_token_id"]) if claims.get("delegation_token_id") else None,
         # An API-key exchange names its key, so that revoking the key also stops the JWT.
         api_key_id=_uuid_or_ignore(claims.get("api_key_id")) if auth_method == "api_key" else None,

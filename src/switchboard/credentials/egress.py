@@ -18,12 +18,22 @@ _NUMERIC_HOST = re.compile(r"^[0-9A-Fa-fXx.]+$")
 RESOLVE_TIMEOUT_SECONDS = 3.0
 
 
+# The setting's name in the refusal: a self-hosted model on http://localhost is the common first case.
+PRIVATE_HINT = "; for a self-hosted server start the gateway with SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS=true"
+
+
 def _refuse(reason: str) -> Unprocessable:
     # The URL itself is not echoed: users paste keys into strange places.
     return Unprocessable(f"base_url is refused: {reason}", param="base_url")
 
 
+# A space or control character in a URL is never a provider's: CR/LF would split the request head.
+_UNSAFE_URL_CHAR = re.compile(r"[\x00-\x20\x7f-\x9f]")
+
+
 def _parse(url: str, allow_private: bool) -> tuple[str, int]:
+    if _UNSAFE_URL_CHAR.search(url):
+        raise _refuse("it must not contain spaces or control characters")
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -31,7 +41,7 @@ def _parse(url: str, allow_private: bool) -> tuple[str, int]:
         raise _refuse("not a valid URL") from None
     schemes = ("https", "http") if allow_private else ("https",)
     if parts.scheme.lower() not in schemes:
-        raise _refuse("it must use https")
+        raise _refuse("it must use https" + ("" if allow_private else PRIVATE_HINT))
     if parts.username is not None or parts.password is not None:
         raise _refuse("it must not carry a user name or password; store the key as the secret")
     if parts.query or parts.fragment:
@@ -98,4 +108,4 @@ async def check_egress(url: str, allow_private: bool) -> None:
         return
     reason = await host_refusal(host, port)
     if reason is not None:
-        raise _refuse(reason)
+        raise _refuse(reason + PRIVATE_HINT)

@@ -8,6 +8,7 @@ routes in router.py stay, for OpenAPI and for an app mounted under a prefix, and
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,12 +20,14 @@ from switchboard.auth.principal import Principal
 from switchboard.error_shapes import switchboard_error_response
 from switchboard.errors import SwitchboardError
 from switchboard.llm import service
+from switchboard.llm.client_watch import ClientWatch
 
 Handler = Callable[[Any, Principal, Headers, str, str, bytes], Awaitable[Response]]
 
 HANDLERS: dict[str, Handler] = {
     "/v1/chat/completions": service.chat_completions,
     "/v1/embeddings": service.embeddings,
+    "/v1/completions": service.completions,
 }
 
 
@@ -61,9 +64,25 @@ async def serve(state: Any, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         principal = await state.authenticator.authenticate(headers.get("authorization"))
         raw = await _read_body(receive)
-        response = await HANDLERS[path](state, principal, headers, path, scope["state"]["request_id"], raw)
+        handler = HANDLERS[path](state, principal, headers, path, scope["state"]["request_id"], raw)
+        response = await until_client_leaves(handler, receive)
     except SwitchboardError as error:
         response = switchboard_error_response(error, path)
     except _ClientGone:
         return
     await response(scope, receive, send)
+
+
+async def until_client_leaves(call: Awaitable[Response], receive: Receive) -> Response:
+    """Runs the call, cancelling it the moment the client disconnects: a non-streamed answer may take
+    the provider a minute, which nobody would read (and the caller would be billed for). A stream's
+    SSEResponse watches on its own once it starts."""
+    watch = ClientWatch(receive)
+    try:
+        return await call
+    except asyncio.CancelledError:
+        if not watch.ours():
+            raise
+        raise _ClientGone from None
+    finally:
+        watch.stop()

@@ -12,12 +12,19 @@ from starlette.responses import Response
 
 from switchboard.errors import SwitchboardError
 from switchboard.idempotency.service import Claim
+from switchboard.llm.completions import TextCompletionStream, text_completion_reply
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.idempotent import stored_from
-from switchboard.llm.outcomes import USAGE_ESTIMATED, build_outcome, error_code_of, estimate_usage
+from switchboard.llm.outcomes import (
+    USAGE_ESTIMATED,
+    build_outcome,
+    error_code_of,
+    estimate_answer_usage,
+    estimate_usage,
+)
 from switchboard.llm.sse_response import SSEResponse
 from switchboard.metering.outcome import CallStatus
-from switchboard.upstream.types import UpstreamTarget
+from switchboard.upstream.types import UpstreamStream, UpstreamTarget
 
 DONE = b"data: [DONE]\n\n"
 SSE_TYPE = "text/event-stream; charset=utf-8"
@@ -72,13 +79,20 @@ async def relay_json(state: Any, call: PreparedCall, kind: str, claim: Claim | N
         target = await _target(state, call)
         if kind == "embeddings":
             reply = await state.upstream.embeddings(target, call.body)
+        elif kind == "completions":
+            reply = await state.upstream.completions(target, call.body)
+        elif kind == "completions_over_chat":
+            reply = text_completion_reply(await state.upstream.chat(target, call.body))
         else:
             reply = await state.upstream.chat(target, call.body)
     except BaseException as error:
         cancelled = isinstance(error, anyio.get_cancelled_exc_class())
         await _record_failure(state, call, error, claim, "cancelled" if cancelled else "error")
         raise
-    await state.call_sink.record(build_outcome(call, status="ok", usage=reply.usage))
+    usage, error_code = reply.usage, None
+    if usage is None:  # an answer the client got and the provider did not count: never free
+        usage, error_code = estimate_answer_usage(call.body, reply.body, kind), USAGE_ESTIMATED
+    await state.call_sink.record(build_outcome(call, status="ok", usage=usage, error_code=error_code))
     state.credentials.touch(call.credential)
     headers = gateway_headers(call)
     if claim is not None:
@@ -109,16 +123,27 @@ def _error_event(error: BaseException) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
+def _open_stream(state: Any, target: UpstreamTarget, call: PreparedCall, kind: str) -> UpstreamStream:
+    if kind == "completions":
+        stream: UpstreamStream = state.upstream.completions_stream(target, call.body)
+        return stream
+    if kind == "completions_over_chat":
+        return TextCompletionStream(state.upstream.chat_stream(target, call.body))
+    stream = state.upstream.chat_stream(target, call.body)
+    return stream
+
+
 async def relay_stream(
-    state: Any, call: PreparedCall, wants_usage: bool, claim: Claim | None = None
+    state: Any, call: PreparedCall, wants_usage: bool, claim: Claim | None = None, kind: str = "chat"
 ) -> SSEResponse:
-    """Streamed chat completion: errors before the first chunk are plain JSON errors (raised)."""
+    """Streamed completion: errors before the first chunk are plain JSON errors (raised)."""
     try:
         target = await _target(state, call)
-        stream = state.upstream.chat_stream(target, call.body)
+        stream = _open_stream(state, target, call, kind)
         first = await anext(stream, None)
     except BaseException as error:
-        await _record_failure(state, call, error, claim)
+        cancelled = isinstance(error, anyio.get_cancelled_exc_class())
+        await _record_failure(state, call, error, claim, "cancelled" if cancelled else "error")
         raise
     ttft_ms = int((time.perf_counter() - call.started) * 1000)
 
@@ -154,12 +179,19 @@ async def relay_stream(
                 await stream.aclose()
                 if claim is not None and outcome_status != "ok":
                     await state.idempotency.release(claim)
-                usage = stream.usage
-                if usage is None and outcome_status == "cancelled":
-                    usage, error_code = estimate_usage(call.body, relayed), USAGE_ESTIMATED
+                usage, estimated = stream.usage, False
+                if usage is None and relayed:  # content reached the client, its count did not
+                    usage, estimated = estimate_usage(call.body, relayed), True
+                    if outcome_status != "error":  # an error's code names the failure instead
+                        error_code = USAGE_ESTIMATED
                 await state.call_sink.record(
                     build_outcome(
-                        call, status=outcome_status, usage=usage, error_code=error_code, ttft_ms=ttft_ms
+                        call,
+                        status=outcome_status,
+                        usage=usage,
+                        error_code=error_code,
+                        ttft_ms=ttft_ms,
+                        usage_estimated=estimated,
                     )
                 )
         if outcome_status != "ok":

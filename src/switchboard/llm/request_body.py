@@ -28,6 +28,11 @@ def check_chat_body(body: dict[str, Any]) -> bool:
         raise BadRequest("`messages` must be a non-empty array", param="messages")
     if not all(isinstance(m, dict) for m in messages):
         raise BadRequest("each message must be an object", param="messages")
+    return check_generation_fields(body)
+
+
+def check_generation_fields(body: dict[str, Any]) -> bool:
+    """The fields chat and legacy completions share; returns whether the call streams."""
     stream = body.get("stream", False)
     if stream is not None and not isinstance(stream, bool):
         raise BadRequest("`stream` must be a boolean", param="stream")

@@ -33,6 +33,19 @@ async def chat_completions(request: Request, principal: CurrentPrincipal) -> Any
 
 
 @router.post(
+    "/completions",
+    operation_id="createCompletion_LLM",
+    response_model=None,
+    openapi_extra={
+        "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}, "required": True}
+    },
+)
+async def completions(request: Request, principal: CurrentPrincipal) -> Any:
+    """The legacy text-completion API (relayed to `openai`, over chat for other providers)."""
+    return await _model_call(service.completions, request, principal)
+
+
+@router.post(
     "/embeddings",
     operation_id="createEmbedding_LLM",
     response_model=None,

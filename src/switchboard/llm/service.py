@@ -15,12 +15,14 @@ from switchboard.catalog.catalog import Catalog
 from switchboard.catalog.selectors import parse_selector
 from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import BadRequest, NotFound
+from switchboard.llm.completions import chat_body, check_completions_body
 from switchboard.llm.context import prepare_call
 from switchboard.llm.idempotent import claim_or_replay
 from switchboard.llm.relay import relay_json, relay_stream
 from switchboard.llm.request_body import (
     check_chat_body,
     check_embeddings_body,
+    check_generation_fields,
     client_wants_usage,
     parse_json_object,
 )
@@ -37,6 +39,17 @@ async def chat_completions(
     stream = check_chat_body(body)
     call = _CallRequest(state, principal, headers, path, request_id, raw, body)
     return await _call(call, "chat.completions", stream, client_wants_usage(body))
+
+
+async def completions(
+    state: Any, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
+) -> Response:
+    """The legacy text-completion API, relayed to `openai`, over chat for other kinds."""
+    body = parse_json_object(raw)
+    check_completions_body(body)
+    stream = check_generation_fields(body)
+    call = _CallRequest(state, principal, headers, path, request_id, raw, body)
+    return await _call(call, "completions", stream, client_wants_usage(body))
 
 
 async def embeddings(
@@ -63,10 +76,12 @@ class _CallRequest:
 
 async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage: bool) -> Response:
     state = request.state
+    state.db_outage.check()  # a call that could not be metered is not made (503, Retry-After)
     # A retry replays what the first call answered, whatever has changed since (a credential removed…).
     claim = await claim_or_replay(state, request.principal, request.headers, request.path, request.raw)
     if isinstance(claim, Response):
         return claim
+    kind = _RELAY_KINDS[endpoint]
     try:
         async with SessionOnDemand(state.sessionmaker, state.engine) as sessions:
             call = await prepare_call(
@@ -79,13 +94,20 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
                 stream=stream,
                 request_id=request.request_id,
             )
+        if kind == "completions" and call.model.provider != "openai":
+            kind, call.body = "completions_over_chat", chat_body(call.body)
     except BaseException:
         if claim is not None:
             await state.idempotency.release(claim)  # nothing ran: a retry may try again
         raise
     if stream:
-        return await relay_stream(state, call, wants_usage, claim)
-    return await relay_json(state, call, "embeddings" if endpoint == "embeddings" else "chat", claim)
+        return await relay_stream(state, call, wants_usage, claim, kind)
+    return await relay_json(state, call, kind, claim)
+
+
+# How each endpoint's call reaches the provider (llm/relay.py); `completions` may turn into
+# `completions_over_chat` once the provider is known.
+_RELAY_KINDS = {"chat.completions": "chat", "embeddings": "embeddings", "completions": "completions"}
 
 
 def _model_object(model_id: str, owned_by: str) -> dict[str, Any]:
@@ -105,6 +127,9 @@ async def _usable_ids(state: Any, principal: Principal, headers: Headers) -> tup
     for entry in catalog.models:
         if entry.provider in providers:
             usable[entry.key] = entry.provider
+    for name, entry in catalog.unambiguous_bare_names().items():
+        if entry.provider in providers:
+            usable.setdefault(name, entry.provider)
     for alias, target in catalog.aliases.items():
         if target.partition("/")[0] in providers:
             usable[alias] = "switchboard"

@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator, Mapping
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from switchboard.llm.client_watch import ClientWatch
+
 
 class SSEResponse(Response):
     """Sends `text/event-stream` bytes; cancels the producer the moment the client disconnects.
@@ -35,18 +37,7 @@ class SSEResponse(Response):
         ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        streaming = asyncio.current_task()
-        assert streaming is not None
-        client_gone = False
-
-        async def watch_disconnect() -> None:
-            nonlocal client_gone
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            client_gone = True
-            streaming.cancel()
-
-        watcher = asyncio.create_task(watch_disconnect())
+        watch = ClientWatch(receive)
         try:
             await send(
                 {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
@@ -55,13 +46,12 @@ class SSEResponse(Response):
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
-            if not client_gone:
+            if not watch.ours():  # ours: the client left, nothing more to send
                 raise
-            streaming.uncancel()  # our own cancellation: the client left, nothing more to send
         except OSError:
             pass  # the client went away mid-write; the producer's cleanup has run
         finally:
-            watcher.cancel()
+            watch.stop()
             await self._close_events()
 
     async def _close_events(self) -> None:

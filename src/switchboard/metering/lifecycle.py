@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from switchboard.config_file import ConfigError, locate
 from switchboard.metering.economies import check_config_economies, sync_config_economies
 from switchboard.metering.resolution import register_default
+from switchboard.metering.spool import UsageSpool
 from switchboard.metering.writer import UsageWriter
 from switchboard.settings import Settings
 
@@ -25,12 +26,18 @@ async def startup(app: FastAPI) -> None:
         default = await sync_config_economies(session, settings.config)
     register_default(app.state.engine.sync_engine, default)
     app.state.default_economy = default
+    outage = app.state.db_outage
     writer = UsageWriter(
         app.state.sessionmaker,
         {entry.key: entry for entry in settings.config.models},
         queue_size=settings.usage_queue_size,
+        outage=outage if outage.enabled else None,
+        spool=UsageSpool(settings.data_dir) if outage.enabled else None,
     )
     writer.start()
+    if outage.enabled:
+        outage.on_recovery(writer.catch_up)
+        await writer.catch_up()  # what a worker killed mid-outage left behind
     app.state.call_sink = writer
 
 

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String, Uuid
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String, Uuid, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from switchboard.db.base import Base
@@ -81,6 +81,7 @@ class UsageRecordRow(Base):
     latency_ms: Mapped[int] = mapped_column(Integer)
     ttft_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
     idempotency_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    usage_estimated: Mapped[bool] = mapped_column(Boolean, server_default=false(), default=False)
 
     __table_args__ = (
         Index("ix_usage_records_economy_time", "economy_id", "occurred_at", "id"),

@@ -44,6 +44,9 @@ class CallOutcome:
     latency_ms: int = 0
     ttft_ms: int | None = None
     idempotency_key: str | None = None
+    # The tokens are the gateway's estimate: content reached the client, the provider's count did not
+    # reach the gateway. Said here when `error_code` must name the failure (else it says usage_estimated).
+    usage_estimated: bool = False
 
 
 class CallSink(Protocol):

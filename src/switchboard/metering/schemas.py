@@ -173,6 +173,9 @@ class UsageRecordOut(BaseModel):
     latency_ms: int
     ttft_ms: int | None
     idempotency_key: str | None
+    usage_estimated: bool = Field(
+        default=False, description="tokens estimated by the gateway: the provider's count never arrived"
+    )
 
 
 GroupBy = Literal["day", "model", "user", "agent", "room"]

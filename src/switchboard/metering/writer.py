@@ -16,12 +16,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from switchboard.config_file import ModelEntry
 from switchboard.db.batch_insert import batch_insert
+from switchboard.db.outage import DatabaseOutage, is_connection_error
 from switchboard.errors import ServiceUnavailable
 from switchboard.metering.economies import Economy, economies_by_id
 from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.outcome import CallOutcome, new_record_id
 from switchboard.metering.pricing import Prices, compute_cost, find_prices, litellm_lookup, needs_litellm
 from switchboard.metering.resolution import cache_generation
+from switchboard.metering.spool import UsageSpool, read_file
 
 log = logging.getLogger("switchboard.metering.writer")
 
@@ -56,6 +58,13 @@ class _Pending:
     done: asyncio.Future[None]
 
 
+@dataclass
+class _CatchUp:
+    """Queued like a record, so that replaying the spool never overlaps a batch on the connection."""
+
+    done: asyncio.Future[None]
+
+
 def _consume_error(future: asyncio.Future[None]) -> None:
     # The caller may be gone (cancelled); keep asyncio from logging an unretrieved exception.
     if not future.cancelled():
@@ -75,6 +84,8 @@ class UsageWriter:
         catalog: Mapping[str, ModelEntry],
         queue_size: int = 10_000,
         max_batch: int = MAX_BATCH,
+        outage: DatabaseOutage | None = None,
+        spool: UsageSpool | None = None,
     ) -> None:
         engine = sessionmaker.kw.get("bind")
         if not isinstance(engine, AsyncEngine):
@@ -83,7 +94,9 @@ class UsageWriter:
         self._engine = engine.sync_engine
         self._insert = batch_insert(engine, _TABLE, _COLUMNS)
         self._catalog = dict(catalog)
-        self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue(maxsize=max(1, queue_size))
+        self._queue: asyncio.Queue[_Pending | _CatchUp | None] = asyncio.Queue(maxsize=max(1, queue_size))
+        self._outage = outage
+        self._spool = spool
         self._max_batch = max_batch
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -122,6 +135,14 @@ class UsageWriter:
             await asyncio.shield(put)
         await asyncio.shield(pending.done)
 
+    async def catch_up(self) -> None:
+        """Commits every spooled record (this process's and those of dead ones); raises if it cannot."""
+        if self._spool is None or self._task is None:
+            return
+        marker = _CatchUp(asyncio.get_running_loop().create_future())
+        await self._queue.put(marker)
+        await marker.done
+
     async def close(self) -> None:
         """Stop taking records, write every queued one, then end the writer task."""
         self._closing = True
@@ -131,12 +152,17 @@ class UsageWriter:
             await self._queue.put(None)
             await self._task
         await self._insert.close()
+        if self._spool is not None:
+            self._spool.close()
 
     async def _run(self) -> None:
         while True:
             first = await self._queue.get()
             if first is None:
                 return
+            if isinstance(first, _CatchUp):
+                await self._catch_up(first)
+                continue
             batch = [first]
             stop = False
             while len(batch) < self._max_batch:
@@ -146,6 +172,10 @@ class UsageWriter:
                     break
                 if item is None:
                     stop = True
+                    break
+                if isinstance(item, _CatchUp):
+                    # Runs after this batch, in its turn: put back at once (the queue has room for it).
+                    self._queue.put_nowait(item)
                     break
                 batch.append(item)
             try:
@@ -160,10 +190,20 @@ class UsageWriter:
                 return
 
     async def _write(self, batch: list[_Pending]) -> None:
+        if self._outage is not None and self._outage.down:
+            self._to_spool(batch)  # the database is away: straight to the spool, no doomed retries
+            return
         for delay in (*RETRY_DELAYS, None):
             try:
                 await self._commit(batch)
-            except Exception:
+            except Exception as error:
+                if self._outage is not None and is_connection_error(error):
+                    if delay is None:
+                        self._outage.note_failure(error)
+                        self._to_spool(batch)
+                        return
+                    await asyncio.sleep(delay)
+                    continue
                 if delay is None:
                     break
                 log.warning("usage batch of %d failed; retrying in %ss", len(batch), delay, exc_info=True)
@@ -180,6 +220,51 @@ class UsageWriter:
                 pending.done.set_exception(ServiceUnavailable("the usage record could not be stored"))
             else:
                 self._finish([pending])
+
+    def _to_spool(self, batch: list[_Pending]) -> None:
+        """Durable on local disk until the database returns; the calls go on as if committed."""
+        assert self._spool is not None
+        try:
+            self._spool.append([(pending.record_id, pending.outcome) for pending in batch])
+        except OSError as error:
+            log.error("usage spool %s could not be written: %s", self._spool.path, error.strerror)
+            for pending in batch:
+                if not pending.done.done():
+                    pending.done.set_exception(ServiceUnavailable("the usage record could not be stored"))
+            return
+        self._finish(batch)
+
+    async def _catch_up(self, marker: _CatchUp) -> None:
+        assert self._spool is not None
+        try:
+            await self._replay(self._spool.own_records())
+            self._spool.clear()
+            for path, handle in self._spool.orphans():
+                with handle:
+                    await self._replay(read_file(handle))
+                path.unlink()
+            if self._outage is not None:
+                self._outage.down = False  # here, in the writer's turn: no batch can slip into the spool
+        except Exception as error:
+            if not marker.done.done():
+                marker.done.set_exception(error)
+            return
+        if not marker.done.done():
+            marker.done.set_result(None)
+
+    async def _replay(self, records: list[tuple[uuid.UUID, CallOutcome]]) -> None:
+        """Each spooled record once: ids are kept, and an id already stored is skipped."""
+        loop = asyncio.get_running_loop()
+        for start in range(0, len(records), self._max_batch):
+            chunk = [
+                _Pending(outcome, record_id, loop.create_future())
+                for record_id, outcome in records[start : start + self._max_batch]
+            ]
+            await self._commit(chunk)
+            for pending in chunk:
+                pending.done.cancel()
+        if records:
+            log.warning("usage spool: %d record(s) written to the database", len(records))
 
     def _finish(self, batch: list[_Pending]) -> None:
         self.batches += 1

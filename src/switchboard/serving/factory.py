@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from switchboard.startup_errors import one_line_startup_failures
+
 if TYPE_CHECKING:
     from fastapi import FastAPI
     from starlette.types import Lifespan
@@ -39,6 +41,17 @@ def _resuming_after(startup: Lifespan[Any]) -> Lifespan[Any]:
     return lifespan
 
 
+def _bound_request_heads(settings: Any) -> None:
+    from switchboard.server_protocol import HeadLimits, HttpToolsHeadHolding
+
+    HttpToolsHeadHolding.limits = HeadLimits(
+        timeout=settings.head_timeout_seconds,
+        max_bytes=settings.max_head_bytes,
+        max_line=settings.max_header_line_bytes,
+        max_lines=settings.max_header_lines,
+    )
+
+
 def create_app() -> FastAPI:
     gc.disable()
     try:
@@ -48,5 +61,8 @@ def create_app() -> FastAPI:
     except BaseException:
         gc.enable()
         raise
+    _bound_request_heads(app.state.settings)
     app.router.lifespan_context = _resuming_after(app.router.lifespan_context)
+    if not app.state.settings.debug:
+        one_line_startup_failures(app.router)
     return app

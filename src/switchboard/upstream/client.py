@@ -38,6 +38,7 @@ class UpstreamClient:
                 connect=settings.upstream_connect_timeout,
                 first_byte=settings.upstream_first_byte_timeout,
                 idle=settings.upstream_idle_timeout,
+                max_body_bytes=settings.max_upstream_response_bytes,
             )
         )
         # The pool every OpenAI-format call of this deployment uses, its TLS set up before any call.
@@ -65,6 +66,18 @@ class UpstreamClient:
 
     async def embeddings(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         return await self._relay(target).embeddings(target, body)
+
+    async def completions(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
+        """A legacy text completion, relayed: only OpenAI-format providers offer the endpoint."""
+        return await self._openai_only(target).completions(target, body)
+
+    def completions_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream:
+        return self._openai_only(target).chat_stream(target, body, "/completions")
+
+    def _openai_only(self, target: UpstreamTarget) -> OpenAIRelay:
+        if target.provider != "openai":
+            raise BadRequest(f"{target.provider} models have no text-completion endpoint", param="model")
+        return self._openai
 
     async def aclose(self) -> None:
         await self.connections.aclose()

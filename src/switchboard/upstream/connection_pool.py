@@ -34,9 +34,15 @@ class ConnectFailed(OSError):
 
 class ConnectionPool:
     def __init__(
-        self, *, strict: bool, connect_timeout: float, ssl_context: ssl.SSLContext | None = None
+        self,
+        *,
+        strict: bool,
+        connect_timeout: float,
+        ssl_context: ssl.SSLContext | None = None,
+        max_inflated: int = 8 * 1024 * 1024,
     ) -> None:
         self.strict = strict
+        self._max_inflated = max_inflated
         self._connect_timeout = connect_timeout
         self._idle: dict[Origin, list[Http1Connection]] = {}
         self._busy: set[Http1Connection] = set()
@@ -64,7 +70,7 @@ class ConnectionPool:
                 reused = self.reuse(origin)  # one may have come back while this call waited
                 if reused is not None:
                     return reused
-            conn = Http1Connection(loop, origin)
+            conn = Http1Connection(loop, origin, self._max_inflated)
             self._busy.add(conn)
             try:
                 await self._open(loop, origin, conn)
@@ -186,7 +192,10 @@ class ProviderConnections:
         pool = self._pools.get(allow_private)
         if pool is None:
             pool = self._pools[allow_private] = ConnectionPool(
-                strict=not allow_private, connect_timeout=self.timeouts.connect, ssl_context=self._ssl_context
+                strict=not allow_private,
+                connect_timeout=self.timeouts.connect,
+                ssl_context=self._ssl_context,
+                max_inflated=self.timeouts.max_body_bytes,
             )
         return pool
 

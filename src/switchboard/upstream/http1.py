@@ -25,23 +25,38 @@ class ProtocolFailure(OSError):
     """The provider's answer is not HTTP/1.1 we can read, or the connection broke before it ended."""
 
 
+class BodyTooLarge(ProtocolFailure):
+    """The provider's answer inflates past the gateway's bound."""
+
+
 class _Inflater:
-    """`content-encoding: gzip` or `deflate`, decoded as it arrives (zlib or raw deflate, as sent)."""
+    """`content-encoding: gzip` or `deflate`, decoded as it arrives (zlib or raw deflate, as sent),
+    never past `room` bytes in all: each step inflates at most what is left of it."""
 
-    __slots__ = ("_zlib",)
+    __slots__ = ("_room", "_zlib")
 
-    def __init__(self) -> None:
+    def __init__(self, room: int) -> None:
         self._zlib: zlib._Decompress | None = None
+        self._room = room
 
     def feed(self, data: bytes) -> bytes:
         if self._zlib is None:
             # 32 + 15: a gzip or zlib header, recognised; some servers send deflate without one.
             wrapped = data[0] == 0x1F or data[0] & 0x0F == 8
             self._zlib = zlib.decompressobj(47 if wrapped else -15)
-        return self._zlib.decompress(data)
+        out = self._zlib.decompress(data, self._room + 1)
+        self._room -= len(out)
+        if self._room < 0 or self._zlib.unconsumed_tail:
+            raise BodyTooLarge("the provider's compressed answer inflates past the gateway's bound")
+        return out
 
     def flush(self) -> bytes:
-        return self._zlib.flush() if self._zlib is not None else b""
+        if self._zlib is None:
+            return b""
+        out = self._zlib.flush(self._room + 1)
+        if len(out) > self._room:
+            raise BodyTooLarge("the provider's compressed answer inflates past the gateway's bound")
+        return out
 
 
 class Http1Connection(asyncio.Protocol):
@@ -51,9 +66,12 @@ class Http1Connection(asyncio.Protocol):
     per read); it raises TimeoutError when the deadline passes.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, origin: Origin) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, origin: Origin, max_inflated: int = 8 * 1024 * 1024
+    ) -> None:
         self._loop = loop
         self.origin = origin
+        self._max_inflated = max_inflated
         self._transport: asyncio.Transport | None = None
         self._parser = httptools.HttpResponseParser(self)
         self.closed = False
@@ -214,7 +232,7 @@ class Http1Connection(asyncio.Protocol):
         self._keep_alive = self._parser.should_keep_alive()
         encoding = headers.get("content-encoding", "identity").strip().lower()
         if encoding in ("gzip", "x-gzip", "deflate"):
-            self._inflater = _Inflater()
+            self._inflater = _Inflater(self._max_inflated)
         elif encoding not in ("identity", ""):
             self._error = ProtocolFailure("the provider answered in an encoding the gateway cannot read")
             raise self._error
@@ -233,6 +251,9 @@ class Http1Connection(asyncio.Protocol):
             except zlib.error:
                 self._error = ProtocolFailure("the provider's compressed body is corrupt")
                 raise self._error from None
+            except BodyTooLarge as exc:
+                self._error = exc
+                raise
         if body:
             self._body.append(body)
             self._buffered += len(body)
@@ -251,6 +272,9 @@ class Http1Connection(asyncio.Protocol):
                 rest = self._inflater.flush()
             except zlib.error:
                 rest = b""
+            except BodyTooLarge as exc:
+                self._error = exc
+                raise
             if rest:
                 self._body.append(rest)
         self._expecting = False

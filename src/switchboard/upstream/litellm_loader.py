@@ -59,3 +59,29 @@ def load_litellm() -> ModuleType:
 async def litellm_module() -> ModuleType:
     """load_litellm() without blocking the event loop on the first import."""
     return _module if _module is not None else await asyncio.to_thread(load_litellm)
+
+
+async def stop_litellm_worker() -> None:
+    """Stop litellm's background logging tasks on this event loop, if calls started any here.
+
+    litellm starts one per event loop on its first call (and a new one when it meets another loop)
+    and never stops them; one left pending when its loop closes is destroyed at exit with "Task was
+    destroyed but it is pending" / "Event loop is closed". We register no callbacks, so they have
+    nothing to flush.
+    """
+    if _module is None:
+        return
+    from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
+
+    task = GLOBAL_LOGGING_WORKER._worker_task
+    if task is not None and task.get_loop() is asyncio.get_running_loop():
+        await GLOBAL_LOGGING_WORKER.stop()
+    # Workers litellm left behind on this loop when it moved to another one.
+    stranded = [
+        task
+        for task in asyncio.all_tasks()
+        if not task.done() and getattr(task.get_coro(), "__qualname__", "") == "LoggingWorker._worker_loop"
+    ]
+    for task in stranded:
+        task.cancel()
+    await asyncio.gather(*stranded, return_exceptions=True)

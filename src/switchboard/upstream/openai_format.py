@@ -64,12 +64,16 @@ def _sse(payload: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
-def chunk_events(chunk: Any) -> tuple[Usage | None, list[StreamEvent]]:
+def chunk_events(chunk: Any, stream_id: str | None = None) -> tuple[Usage | None, list[StreamEvent]]:
     """One litellm stream chunk as OpenAI chunks: content first, then a `choices: []` usage chunk
-    when it carries usage (litellm puts usage on a chunk with an empty delta; OpenAI does not)."""
+    when it carries usage (litellm puts usage on a chunk with an empty delta; OpenAI does not).
+
+    `stream_id` is the id every chunk of the stream carries, as OpenAI's do (litellm's Gemini
+    stream makes up a new one per chunk); None takes the chunk's own.
+    """
     dump = chunk.model_dump(exclude_none=True)
     base: dict[str, Any] = {
-        "id": dump.get("id"),
+        "id": stream_id or dump.get("id"),
         "object": "chat.completion.chunk",
         "created": dump.get("created"),
         "model": dump.get("model"),

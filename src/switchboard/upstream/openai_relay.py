@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from switchboard.errors import BadRequest, SwitchboardError
+from switchboard.errors import BadRequest, SwitchboardError, UpstreamFailed
 from switchboard.upstream import endpoints, provider_errors, relay_exchange
 from switchboard.upstream.connection_pool import ConnectionPool, ProviderConnections
 from switchboard.upstream.endpoints import Endpoint
@@ -49,7 +49,7 @@ class OpenAIRelay:
             self.endpoint(target, path),
             _encode({**body, "model": target.model}),
         )
-        return UpstreamReply(body=data, usage=_usage_of(data))
+        return UpstreamReply(body=data, usage=_usage_of(data))  # raises on what is no answer
 
     async def chat(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         return await self._json(target, "/chat/completions", body)
@@ -57,18 +57,26 @@ class OpenAIRelay:
     async def embeddings(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         return await self._json(target, "/embeddings", body)
 
-    def chat_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream:
+    async def completions(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
+        return await self._json(target, "/completions", body)
+
+    def chat_stream(
+        self, target: UpstreamTarget, body: dict[str, Any], path: str = "/chat/completions"
+    ) -> UpstreamStream:
         options = body.get("stream_options")
         options = dict(options) if isinstance(options, dict) else {}
         wants_usage = bool(options.get("include_usage"))
         options["include_usage"] = True  # usage is always metered, whatever the client asked
         content = _encode({**body, "model": target.model, "stream": True, "stream_options": options})
-        return OpenAIStream(self, target, content, wants_usage)
+        return OpenAIStream(self, target, content, wants_usage, path)
 
 
 class OpenAIStream(UpstreamStream):
-    def __init__(self, relay: OpenAIRelay, target: UpstreamTarget, content: bytes, wants_usage: bool) -> None:
+    def __init__(
+        self, relay: OpenAIRelay, target: UpstreamTarget, content: bytes, wants_usage: bool, path: str
+    ) -> None:
         self.client_wants_usage = wants_usage
+        self._path = path
         self.usage: Usage | None = None
         self._relay = relay
         self._target = target
@@ -94,10 +102,13 @@ class OpenAIStream(UpstreamStream):
                     self._pool,
                     self._timeouts,
                     self._target,
-                    self._relay.endpoint(self._target, "/chat/completions"),
+                    self._relay.endpoint(self._target, self._path),
                     self._content,
                     self._deadline,
                 )
+                if not self._conn.headers.get("content-type", "").startswith("text/event-stream"):
+                    # An HTML page or a JSON body where events were asked for: nothing to relay.
+                    raise UpstreamFailed("the provider answered a stream request without an event stream")
             while not self._pending and not self._eof:
                 await self._read_more(self._conn)
             if self._pending:
@@ -159,9 +170,15 @@ def _encode(body: dict[str, Any]) -> bytes:
 
 
 def _usage_of(data: bytes) -> Usage | None:
+    """The answer's usage. A 200 whose body is not a JSON object (an HTML page from a proxy), or
+    that carries a top-level `error`, is no answer: relayed, the client would take it for one."""
     try:
         payload = orjson.loads(data)
     except orjson.JSONDecodeError:
-        return None
-    usage = payload.get("usage") if isinstance(payload, dict) else None
+        raise UpstreamFailed("the provider answered 200 with a body that is not JSON") from None
+    if not isinstance(payload, dict):
+        raise UpstreamFailed("the provider answered 200 with a body that is not a JSON object")
+    if "error" in payload:
+        raise UpstreamFailed("the provider answered 200 with an error in the body")
+    usage = payload.get("usage")
     return Usage.from_openai(usage) if isinstance(usage, dict) else None

@@ -8,7 +8,7 @@ from switchboard.errors import UpstreamFailed
 from switchboard.upstream import provider_errors
 from switchboard.upstream.connection_pool import ConnectionPool
 from switchboard.upstream.endpoints import Endpoint
-from switchboard.upstream.http1 import Http1Connection
+from switchboard.upstream.http1 import BodyTooLarge, Http1Connection
 from switchboard.upstream.types import Timeouts, UpstreamTarget
 
 ERROR_BODY_LIMIT = 64 * 1024
@@ -82,8 +82,17 @@ async def post_json(
     deadline = asyncio.get_running_loop().time() + timeouts.first_byte
     conn = await open_response(pool, timeouts, target, endpoint, content, deadline)
     try:
-        return await read_body(conn, timeouts.idle, None)
+        body = await read_body(conn, timeouts.idle, timeouts.max_body_bytes + 1)
+    except BodyTooLarge:
+        raise _too_large(timeouts) from None
     except FAILURES as exc:
         raise provider_errors.from_transport(exc) from None
     finally:
         pool.release(conn)
+    if len(body) > timeouts.max_body_bytes:
+        raise _too_large(timeouts)
+    return body
+
+
+def _too_large(timeouts: Timeouts) -> UpstreamFailed:
+    return UpstreamFailed(f"the provider's answer is over {timeouts.max_body_bytes} bytes")

@@ -28,6 +28,8 @@ class EventSplitter:
         self.usage: Usage | None = None
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
+        if self.done:  # nothing after the provider's first [DONE] reaches the client
+            return []
         buffer = self._buffer + chunk if self._buffer else chunk
         if b"\r" in buffer:  # JSON escapes control characters, so a CR can only be a line ending
             return self._feed_any_line_ending(buffer)
@@ -42,6 +44,9 @@ class EventSplitter:
                 events.append(_new_event(StreamEvent, (raw, False)))
             else:
                 self._classify(raw, events)
+                if self.done:
+                    self._buffer = b""
+                    break
         return events
 
     def _feed_any_line_ending(self, buffer: bytes) -> list[StreamEvent]:
@@ -50,6 +55,9 @@ class EventSplitter:
         while (found := _BOUNDARY.search(buffer, start)) is not None:
             self._classify(buffer[start : found.end()], events)
             start = found.end()
+            if self.done:
+                start = len(buffer)
+                break
         self._buffer = buffer[start:]
         return events
 
@@ -57,7 +65,7 @@ class EventSplitter:
         """What is left at the end of the body (a last event without its blank line)."""
         rest, self._buffer = self._buffer, b""
         events: list[StreamEvent] = []
-        if rest.strip():
+        if rest.strip() and not self.done:
             self._classify(rest + b"\n\n", events)
         return events
 

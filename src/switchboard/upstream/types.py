@@ -69,6 +69,9 @@ class Timeouts:
     connect: float
     first_byte: float  # until the response headers, and for streams until the first event
     idle: float  # longest silence between two reads after that
+    # Not a time, but a bound of the same exchange: the most a non-streamed answer, or the inflated
+    # bytes of a compressed one, may hold (a 200 KB gzip bomb would otherwise become 200 MB).
+    max_body_bytes: int = 8 * 1024 * 1024
 
 
 class UpstreamStream(ABC):
