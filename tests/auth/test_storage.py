@@ -8,6 +8,7 @@ from pathlib import Path
 import asyncpg
 
 from tests.auth.conftest import issue_key, login, make_account, sign_in
+from tests.support.databases import sqlite_bytes
 from tests.support.gateway import Gateway
 
 
@@ -15,7 +16,7 @@ def stored_bytes(database_url: str) -> bytes:
     """Everything the database holds: the SQLite file and its WAL, or every row of every table."""
     if database_url.startswith("sqlite"):
         path = Path(database_url.split("///", 1)[1])
-        return b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal")) if p.exists())
+        return sqlite_bytes(path, Path(f"{path}-wal"))
 
     async def dump() -> bytes:
         conn = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))

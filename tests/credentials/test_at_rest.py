@@ -14,6 +14,7 @@ from tests.conftest import GatewayFactory
 from tests.credentials.factories import fresh_secret, new_credential
 from tests.credentials.store_calls import in_reach, move_ciphertexts, reveal
 from tests.groups.factories import room_cast
+from tests.support.databases import sqlite_bytes
 from tests.support.gateway import Gateway
 
 
@@ -43,9 +44,9 @@ def test_the_sqlite_file_and_its_wal_never_hold_a_secret(make_gateway: GatewayFa
     secrets = _store_some_secrets(gateway, marker)
     files = _sqlite_files(gateway)
     assert len(files) == 2, "expected the database file and its write-ahead log"
-    assert marker.encode() in b"".join(f.read_bytes() for f in files)
+    assert marker.encode() in sqlite_bytes(*files)
     for file in files:
-        data = file.read_bytes()
+        data = sqlite_bytes(file)
         for secret in secrets:
             assert secret.encode() not in data, f"{file.name} holds a secret"
             assert secret[:-4].encode() not in data

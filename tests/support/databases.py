@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -70,3 +71,17 @@ async def alembic_versions(url: str) -> list[str]:
             return list((await conn.execute(text("SELECT version_num FROM alembic_version"))).scalars())
     finally:
         await engine.dispose()
+
+
+def sqlite_bytes(*paths: Path) -> bytes:
+    """The files' bytes, read by another process.
+
+    POSIX record locks belong to the process: closing any descriptor of a SQLite file drops every
+    lock this process holds on it. A running in-process gateway would then look closed to the next
+    process that opens the database (a CLI under test), which checkpoints and deletes the WAL under
+    it: the gateway's next connection fails with "disk I/O error" or "database disk image is malformed".
+    """
+    existing = [str(path) for path in paths if path.exists()]
+    if not existing:
+        return b""
+    return subprocess.run(["cat", *existing], check=True, capture_output=True).stdout
