@@ -102,6 +102,22 @@ def _identity(env: Mapping[str, str], port: int, base_url: str) -> Identity:
     return Identity(token, str(json.loads(reply.body)["id"]))
 
 
+# Two limits on the economy every measured call is metered to, which no call comes near: what
+# checking and settling them costs, not refusals.
+_LIMITS = (
+    {"metric": "cost", "window": "month", "amount": "9000000000000000000"},
+    {"metric": "requests", "window": "minute", "amount": "1000000000"},
+)
+
+
+def _limit_calls(port: int, admin: str) -> None:
+    for limit in _LIMITS:
+        body = {"subject_type": "economy", "subject_id": "default", **limit}
+        reply = _post(port, "/limits", admin, body)
+        if reply.status != 201:
+            raise BenchError(f"POST /limits answered {reply.status}: {reply.body[:300]!r}")
+
+
 def _start(env: Mapping[str, str], port: int, workers: int, log: Path) -> Child:
     argv = [str(SWITCHBOARD), "serve", "--port", str(port), "--workers", str(workers)]
     return Child(f"switchboard (workers={workers})", argv, log, env=env, cwd=log.parent)
@@ -186,6 +202,8 @@ def prepared(db: str, opts: Options, upstream: Upstream) -> Iterator[Prepared]:
                 "stream": _identity(env, port, upstream.stream_base_url),
             }
             admin = _mint(env, str(uuid.uuid4()), role="Admin")
+            if opts.limits:
+                _limit_calls(port, admin)
         finally:
             child.stop()
         marker = f" {database_url.rsplit('/', 1)[1]} " if db == "postgres" else None

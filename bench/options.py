@@ -27,6 +27,8 @@ class Options:
     pg_admin_dsn: str
     work: Path
     results: Path
+    # Every measured call runs under two limits (cost/month and requests/minute on its economy).
+    limits: bool = False
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -66,6 +68,11 @@ def parse(argv: list[str] | None = None) -> Options:
     )
     parser.add_argument("--check", action="store_true", help="exit 1 when a budget fails")
     parser.add_argument(
+        "--limits",
+        action="store_true",
+        help="put two limits (cost/month, requests/minute, never reached) on the calls' economy",
+    )
+    parser.add_argument(
         "--pg-admin-dsn",
         default="postgresql://postgres@127.0.0.1:5432/postgres",
         help="where a fresh database is created and dropped (trust auth by default)",
@@ -86,6 +93,7 @@ def parse(argv: list[str] | None = None) -> Options:
         profile=args.profile,
         clients=args.clients,
         pg_admin_dsn=args.pg_admin_dsn,
+        limits=args.limits,
         work=BENCH_DIR / ".work",
         results=BENCH_DIR / "results",
     )

@@ -1,4 +1,4 @@
-"""The `switchboard` command: serve, token, db, keys, usage, user, key."""
+"""The `switchboard` command: serve, token, db, keys, usage, limits, user, key."""
 
 from __future__ import annotations
 
@@ -106,6 +106,36 @@ def _delegate(module: str, function: str) -> object:
     return run
 
 
+def _limits_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from switchboard.limits.rules import METRICS, SUBJECT_TYPES, WINDOWS
+
+    limits = sub.add_parser("limits", help="spend and rate limits")
+    limits_sub = limits.add_subparsers(dest="limits_command", required=True)
+    handler = _delegate("switchboard.limits.limits_cli", "run")
+    listing = limits_sub.add_parser("list", help="every limit, oldest first")
+    listing.add_argument("--subject-type", choices=SUBJECT_TYPES)
+    listing.add_argument(
+        "--subject-id", help="with --subject-type; economies by id or slug, users by id or email"
+    )
+    listing.set_defaults(handler=handler)
+    put = limits_sub.add_parser(
+        "set", help="create a limit, or change the one of the same subject/metric/window"
+    )
+    put.add_argument("--subject-type", required=True, choices=SUBJECT_TYPES)
+    put.add_argument("--subject-id", required=True, help="an economy by id or slug, a user by id or email")
+    put.add_argument(
+        "--economy", help="narrow a user, room, agent or api_key limit to an economy (id or slug)"
+    )
+    put.add_argument("--metric", required=True, choices=METRICS)
+    put.add_argument("--window", required=True, choices=WINDOWS)
+    put.add_argument("--amount", required=True, help="a whole number: nano-units of cost, requests or tokens")
+    put.add_argument("--allow-unpriced", action="store_true", help="let unpriced models through a cost limit")
+    put.set_defaults(handler=handler)
+    status = limits_sub.add_parser("status", help="what a limit has used, holds and has left")
+    status.add_argument("limit_id", metavar="ID")
+    status.set_defaults(handler=handler)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="switchboard", description="OpenAI-compatible LLM gateway")
     parser.add_argument("--version", action="version", version=f"switchboard {API_VERSION}")
@@ -159,6 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["csv", "ndjson"], default="csv")
     export.add_argument("--output", help="file to write; standard output when omitted")
     export.set_defaults(handler=_delegate("switchboard.metering.export_cli", "run"))
+
+    _limits_parser(sub)
 
     user = sub.add_parser("user", help="users of the embedded auth")
     user_sub = user.add_subparsers(dest="user_command", required=True)

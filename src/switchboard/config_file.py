@@ -72,9 +72,22 @@ class EconomyEntry(_Strict):
     budget: str | None = None
 
 
+class LimitEntry(_Strict):
+    """A limit as `POST /limits` takes it; subjects and `economy_id` by slug or id, users also by email."""
+
+    subject_type: Literal["economy", "user", "room", "agent", "api_key"]
+    subject_id: str = Field(min_length=1, max_length=320)
+    economy_id: str | None = Field(default=None, min_length=1, max_length=200)
+    metric: Literal["cost", "requests", "tokens"]
+    window: Literal["minute", "hour", "day", "month", "total"]
+    amount: str  # an integer string, as over the API (limits/config_sync.py checks it)
+    allow_unpriced: bool = False
+
+
 class GatewayConfig(_Strict):
     default_economy: str = "default"
     economies: tuple[EconomyEntry, ...] = ()
+    limits: tuple[LimitEntry, ...] = ()
     models: tuple[ModelEntry, ...] = ()
     aliases: dict[str, str] = Field(default_factory=dict)
     default: tuple[str, ...] = ()

@@ -47,6 +47,7 @@ def error_body(error: SwitchboardError, surface: Surface) -> dict[str, Any]:
                 "type": error.openai_type,
                 "param": error.param,
                 "code": error.openai_code or error.code.lower(),
+                **error.openai_extra,
             }
         }
     if surface is Surface.REGISTRY:

@@ -36,6 +36,7 @@ class SwitchboardError(Exception):
         self.headers = dict(headers or {})
         if code is not None:
             self.code = code  # type: ignore[misc]
+        self.openai_extra: dict[str, Any] = {}
 
 
 class BadRequest(SwitchboardError):
@@ -139,6 +140,36 @@ class RateLimited(SwitchboardError):
     code = "RATE_LIMITED"
     openai_type = "rate_limit_error"
     default_message = "rate limited"
+
+
+class LimitRefused(SwitchboardError):
+    """A call a limit does not let through (SPEC §13); `limit_id`/`resets_at` ride in the error object."""
+
+    def __init__(self, message: str, *, extra: Mapping[str, Any], **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.openai_extra = dict(extra)
+
+
+class LimitRateExceeded(LimitRefused):
+    status = 429
+    code = "RATE_LIMITED"
+    openai_type = "rate_limit_error"
+
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        kwargs.setdefault("openai_code", "rate_limit_exceeded")
+        super().__init__(message, **kwargs)
+
+
+class BudgetExceeded(LimitRefused):
+    """402, so that SDKs do not retry: waiting does not help before the window resets."""
+
+    status = 402
+    code = "BUDGET_EXCEEDED"
+    openai_type = "insufficient_quota"
+
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        kwargs.setdefault("openai_code", "budget_exceeded")
+        super().__init__(message, **kwargs)
 
 
 class ServiceUnavailable(SwitchboardError):

@@ -78,6 +78,7 @@ class FakeProvider:
         self.requests: list[Received] = []
         self.disconnects: list[Disconnect] = []
         self._scripts: dict[str, Script] = {}
+        self._released: set[str] = set()  # models whose held calls may answer (set from the test thread)
         self._queue: deque[tuple[str | None, Script]] = deque()
         self._ids = itertools.count(1)
         self.app = self  # the ASGI callable (uvicorn recognises ASGI 3 by an async __call__)
@@ -97,6 +98,10 @@ class FakeProvider:
     def clear(self) -> None:
         self._scripts.clear()
         self._queue.clear()
+
+    def release(self, model: str) -> None:
+        """Held calls for `model` answer now, and later ones at once."""
+        self._released.add(model)
 
     def received(self, model: str | None = None) -> list[Received]:
         return [r for r in list(self.requests) if model is None or r.model == model]
@@ -193,6 +198,9 @@ class FakeProvider:
             record.finished_at = time.monotonic()
 
     async def _serve(self, send: Send, watcher: _Watcher, record: Received, script: Script, op: str) -> None:
+        while script.held and record.model not in self._released:
+            if await watcher.sleep(0.02):  # polled: `release` comes from another thread
+                raise _ClientGone
         if await watcher.sleep(script.first_byte_delay):
             raise _ClientGone
         body: dict[str, Any] = record.body if isinstance(record.body, dict) else {}

@@ -43,6 +43,7 @@ class Script:
     break_after: int | None = None  # stream events (or body halves) sent before the connection drops
     endless: bool = False  # keep streaming content until the client goes away
     response_ids: bool = True  # Gemini: name the responseId (some API versions send none)
+    held: bool = False  # answer only once the test calls FakeProvider.release(model)
 
     def pieces(self) -> Iterator[str]:
         """The reply cut into stream pieces (words with their trailing space)."""

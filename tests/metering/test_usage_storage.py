@@ -62,6 +62,7 @@ def usage_row(user_id: uuid.UUID, **values: Any) -> dict[str, Any]:
         "ttft_ms": None,
         "idempotency_key": None,
         "usage_estimated": False,
+        "api_key_id": None,
     }
     row.update(values)
     return row

@@ -93,3 +93,11 @@ async def list_versions(
         data=[version_entry_of(row) for row in rows],
         next_cursor=encode_cursor([rows[-1].row_id]) if more else None,
     )
+
+
+async def agent_exists(session: AsyncSession, agent_id: str) -> bool:
+    """Any version, retired or not, whoever may see it (limits name agents by id, SPEC §13)."""
+    found = await session.scalar(
+        select(AgentVersion.row_id).where(AgentVersion.agent_id == agent_id).limit(1)
+    )
+    return found is not None

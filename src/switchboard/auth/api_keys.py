@@ -128,3 +128,8 @@ async def is_revoked(session: AsyncSession, key_id: uuid.UUID) -> bool:
     """Whether a token exchanged for this key must stop (an id we never issued is not ours to judge)."""
     revoked_at = await session.scalar(select(ApiKey.revoked_at).where(ApiKey.id == key_id))
     return revoked_at is not None
+
+
+async def api_key_exists(session: AsyncSession, key_id: uuid.UUID) -> bool:
+    """Issued here, revoked or not (a limit on a revoked key is harmless and may predate the revocation)."""
+    return await session.scalar(select(ApiKey.id).where(ApiKey.id == key_id)) is not None

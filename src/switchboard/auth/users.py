@@ -49,3 +49,7 @@ async def create_user(
     except IntegrityError:
         raise Conflict("a user with this email exists") from None
     return user
+
+
+async def user_id_by_email(session: AsyncSession, email: str) -> uuid.UUID | None:
+    return await session.scalar(select(User.id).where(User.email == normalise_email(email)))

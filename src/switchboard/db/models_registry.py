@@ -11,6 +11,7 @@ DOMAIN_MODEL_MODULES = (
     "switchboard.credentials.models",
     "switchboard.metering.models",
     "switchboard.agents.models",
+    "switchboard.limits.models",
 )
 
 

@@ -37,6 +37,20 @@ async def room_default_economy(session: AsyncSession, room_id: uuid.UUID) -> uui
     return await session.scalar(select(Room.default_economy_id).where(Room.id == room_id))
 
 
+async def room_exists(session: AsyncSession, room_id: uuid.UUID) -> bool:
+    return await session.scalar(select(Room.id).where(Room.id == room_id)) is not None
+
+
+async def managed_room_ids(session: AsyncSession, user_id: uuid.UUID) -> list[uuid.UUID]:
+    """The rooms the user owns or manages (whose limits they may manage, SPEC §13)."""
+    rows = await session.scalars(
+        select(RoomMember.room_id)
+        .where(RoomMember.user_id == user_id, RoomMember.role.in_(("owner", "manager")))
+        .order_by(RoomMember.room_id)
+    )
+    return list(rows)
+
+
 # --- Rooms ---
 
 

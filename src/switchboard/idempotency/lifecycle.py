@@ -29,7 +29,8 @@ async def _purge_forever(store: IdempotencyStore) -> None:
 
 
 async def startup(app: FastAPI) -> None:
-    store = IdempotencyStore(app.state.engine, app.state.settings.idempotency_ttl_seconds)
+    settings = app.state.settings
+    store = IdempotencyStore(app.state.engine, settings.idempotency_ttl_seconds, settings.lease_seconds)
     app.state.idempotency = store
     app.state.idempotency_purge = asyncio.create_task(_purge_forever(store), name="idempotency-purge")
 

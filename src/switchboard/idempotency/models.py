@@ -32,5 +32,7 @@ class IdempotencyRecord(Base):
     status: Mapped[int | None] = mapped_column(Integer, nullable=True)
     headers: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
     body: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    # The call a /v1 claim runs, for the `abandoned` record recovery writes if it never finishes.
+    call: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
     __table_args__ = (Index("ix_idempotency_keys_expires_at", "expires_at"),)

@@ -12,10 +12,11 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import Table, delete, select, update
+from sqlalchemy import Table, bindparam, delete, null, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from switchboard.db.upsert import insert_for
+from switchboard.db.write_transaction import LedgerConnection
 from switchboard.errors import BadRequest, Conflict, IdempotencyConflict, SwitchboardError
 from switchboard.idempotency.models import DONE, IN_FLIGHT, IdempotencyRecord
 from switchboard.kit.clock import utcnow
@@ -74,6 +75,29 @@ BeginResult = New | Replay | BodyMismatch | InFlight
 @dataclass(frozen=True)
 class TakenOver:
     """Internal: a stale row now carries our claim token."""
+
+
+# The statements the usage writer runs in its transaction, built once (see limits/ledger.py).
+_THIS_CLAIM = (
+    (_T.c.scope == bindparam("b_scope"))
+    & (_T.c.key == bindparam("b_key"))
+    & (_T.c.claim == bindparam("b_token"))
+)
+_COMPLETE = (
+    update(_T)
+    .where(_THIS_CLAIM)
+    .values(
+        state=DONE,
+        status=bindparam("b_status"),
+        headers=bindparam("b_headers", type_=_T.c.headers.type),
+        body=bindparam("b_body", type_=_T.c.body.type),
+        lease_until=bindparam("b_now", type_=_T.c.lease_until.type),
+        expires_at=bindparam("b_expires", type_=_T.c.expires_at.type),
+        call=null(),
+    )
+)
+_RELEASE = delete(_T).where(_THIS_CLAIM)
+_RELEASE_DEAD = delete(_T).where(_THIS_CLAIM, _T.c.state == IN_FLIGHT, _T.c.lease_until <= bindparam("b_now"))
 
 
 def check_key(value: str) -> str:
@@ -151,6 +175,7 @@ class IdempotencyStore:
             "status": None,
             "headers": None,
             "body": None,
+            "call": null(),
         }
         async with self._engine.begin() as conn:
             inserted = await conn.execute(
@@ -187,6 +212,10 @@ class IdempotencyStore:
             return InFlight()
         if row.expires_at > now and row.fingerprint != fingerprint:
             return BodyMismatch()
+        if row.state == IN_FLIGHT and row.call is not None:
+            # A model call whose replica died: recovery writes its `abandoned` record and frees the
+            # key (llm/recovery.py), within a second or so; until then the retry is told to wait.
+            return InFlight()
         # Expired, or its executor stopped renewing the lease: take it over, but only if nobody
         # else did first (compare-and-set on the old claim token).
         taken = await conn.execute(
@@ -216,6 +245,58 @@ class IdempotencyStore:
             )
         if result.rowcount != 1:
             log.warning("idempotency claim was lost before completion; the outcome is not stored")
+
+    async def complete_in(self, conn: LedgerConnection, claim: Claim, response: StoredResponse) -> None:
+        """`complete` inside the caller's transaction (the usage writer's, SPEC §13)."""
+        now = utcnow()
+        result = await conn.execute(
+            _COMPLETE,
+            {
+                "b_scope": claim.scope,
+                "b_key": claim.key,
+                "b_token": claim.token,
+                "b_status": response.status,
+                "b_headers": [list(pair) for pair in response.headers],
+                "b_body": response.body,
+                "b_now": now,
+                "b_expires": now + self._ttl,
+            },
+        )
+        if result.rowcount != 1:
+            log.warning("idempotency claim was lost before completion; the outcome is not stored")
+
+    async def release_in(self, conn: LedgerConnection, claim: Claim) -> None:
+        await conn.execute(_RELEASE, {"b_scope": claim.scope, "b_key": claim.key, "b_token": claim.token})
+
+    async def release_dead_in(self, conn: LedgerConnection, claim: Claim, now: datetime) -> bool:
+        """Frees a dead execution's key; False when it finished or renewed its lease meanwhile."""
+        result = await conn.execute(
+            _RELEASE_DEAD, {"b_scope": claim.scope, "b_key": claim.key, "b_token": claim.token, "b_now": now}
+        )
+        return bool(result.rowcount)
+
+    async def attach(self, claim: Claim, call: dict[str, Any]) -> None:
+        """Keeps the model call a claim runs, for the record recovery writes should it never finish."""
+        async with self._engine.begin() as conn:
+            await conn.execute(
+                update(_T)
+                .where(_T.c.scope == claim.scope, _T.c.key == claim.key, _T.c.claim == claim.token)
+                .values(call=call)
+            )
+
+    async def dead_calls(self, now: datetime, batch: int = 100) -> list[tuple[Claim, dict[str, Any]]]:
+        """Model calls whose executor stopped renewing the lease: their replica died."""
+        async with self._engine.connect() as conn:
+            rows = await conn.execute(
+                select(_T.c.scope, _T.c.key, _T.c.claim, _T.c.call)
+                .where(_T.c.state == IN_FLIGHT, _T.c.lease_until <= now, _T.c.call.is_not(None))
+                .limit(batch)
+            )
+            return [(Claim(scope=r.scope, key=r.key, token=r.claim), r.call) for r in rows]
+
+    async def forget(self, claim: Claim) -> None:
+        """The claim was settled elsewhere (the usage writer's transaction): stop renewing it."""
+        await self._stop(claim)
 
     async def release(self, claim: Claim) -> None:
         """Forget the key (a failed attempt), so that a retry executes again."""

@@ -17,6 +17,8 @@ from switchboard.config_file import ModelEntry
 from switchboard.credentials.store import CredentialRef
 from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import BadRequest, Forbidden
+from switchboard.idempotency.service import Claim
+from switchboard.limits.enforce import Hold
 from switchboard.metering.resolution import resolve_economy
 
 MAX_HEADER_ID = 128
@@ -38,6 +40,10 @@ class PreparedCall:
     session_id: str | None
     idempotency_key: str | None
     started: float
+    # Set once the call runs: its id in the ledger, its idempotency claim and its limit holds.
+    call_id: str = ""
+    claim: Claim | None = None
+    hold: Hold | None = None
 
 
 def _room_from(principal: Principal, headers: Headers) -> uuid.UUID | None:

@@ -48,6 +48,7 @@ def build_outcome(
         ttft_ms=ttft_ms,
         idempotency_key=call.idempotency_key,
         usage_estimated=usage_estimated or error_code == USAGE_ESTIMATED,
+        api_key_id=call.principal.api_key_id,
     )
 
 
@@ -71,7 +72,7 @@ def _text_chars(value: Any) -> int:
     return 0
 
 
-def _prompt_estimate(body: dict[str, Any]) -> int:
+def prompt_estimate(body: dict[str, Any]) -> int:
     chars = (
         _text_chars(body.get("messages"))
         + _text_chars(body.get("tools"))
@@ -90,13 +91,13 @@ def estimate_usage(body: dict[str, Any], chunks_relayed: int) -> Usage:
     definitions included). Completion: one token a relayed chunk after the first, which carries only
     the role; OpenAI-format streams send about one token a chunk. Never below 1 either way.
     """
-    return Usage(prompt_tokens=_prompt_estimate(body), completion_tokens=max(chunks_relayed - 1, 1))
+    return Usage(prompt_tokens=prompt_estimate(body), completion_tokens=max(chunks_relayed - 1, 1))
 
 
 def estimate_answer_usage(body: dict[str, Any], answer: bytes, kind: str) -> Usage:
     """Tokens of a JSON answer that came without usage: its text at four characters a token."""
     if kind == "embeddings":
-        return Usage(prompt_tokens=_prompt_estimate(body))
+        return Usage(prompt_tokens=prompt_estimate(body))
     try:
         choices = orjson.loads(answer).get("choices") or []
     except (orjson.JSONDecodeError, AttributeError):
@@ -106,4 +107,4 @@ def estimate_answer_usage(body: dict[str, Any], answer: bytes, kind: str) -> Usa
         for choice in choices
         if isinstance(choice, dict)
     )
-    return Usage(prompt_tokens=_prompt_estimate(body), completion_tokens=max(-(-chars // CHARS_PER_TOKEN), 1))
+    return Usage(prompt_tokens=prompt_estimate(body), completion_tokens=max(-(-chars // CHARS_PER_TOKEN), 1))

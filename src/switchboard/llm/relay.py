@@ -11,10 +11,10 @@ import orjson
 from starlette.responses import Response
 
 from switchboard.errors import SwitchboardError
-from switchboard.idempotency.service import Claim
 from switchboard.llm.completions import TextCompletionStream, text_completion_reply
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.idempotent import stored_from
+from switchboard.llm.ledger import settle
 from switchboard.llm.outcomes import (
     USAGE_ESTIMATED,
     build_outcome,
@@ -31,10 +31,13 @@ SSE_TYPE = "text/event-stream; charset=utf-8"
 
 
 def gateway_headers(call: PreparedCall) -> dict[str, str]:
-    return {
+    headers = {
         "x-switchboard-model": f"{call.model.provider}/{call.model.model}",
         "x-switchboard-credential": str(call.credential.id) if call.credential.id else "deployment",
     }
+    if call.hold is not None:
+        headers.update(call.hold.headers)
+    return headers
 
 
 class _JSONReply(Response):
@@ -63,17 +66,16 @@ async def _target(state: Any, call: PreparedCall) -> UpstreamTarget:
 
 
 async def _record_failure(
-    state: Any, call: PreparedCall, error: BaseException, claim: Claim | None, status: CallStatus = "error"
+    state: Any, call: PreparedCall, error: BaseException, status: CallStatus = "error"
 ) -> None:
     with anyio.CancelScope(shield=True):
-        if claim is not None:
-            await state.idempotency.release(claim)  # a failed attempt may be retried with the same key
-        await state.call_sink.record(
-            build_outcome(call, status=status, usage=None, error_code=error_code_of(error))
+        # No stored answer: the key is released, so a failed attempt may be retried with it.
+        await settle(
+            state, call, build_outcome(call, status=status, usage=None, error_code=error_code_of(error))
         )
 
 
-async def relay_json(state: Any, call: PreparedCall, kind: str, claim: Claim | None = None) -> Response:
+async def relay_json(state: Any, call: PreparedCall, kind: str) -> Response:
     """Non-streamed chat completion or embeddings: one JSON body, recorded before it is sent."""
     try:
         target = await _target(state, call)
@@ -87,17 +89,18 @@ async def relay_json(state: Any, call: PreparedCall, kind: str, claim: Claim | N
             reply = await state.upstream.chat(target, call.body)
     except BaseException as error:
         cancelled = isinstance(error, anyio.get_cancelled_exc_class())
-        await _record_failure(state, call, error, claim, "cancelled" if cancelled else "error")
+        await _record_failure(state, call, error, "cancelled" if cancelled else "error")
         raise
     usage, error_code = reply.usage, None
     if usage is None:  # an answer the client got and the provider did not count: never free
         usage, error_code = estimate_answer_usage(call.body, reply.body, kind), USAGE_ESTIMATED
-    await state.call_sink.record(build_outcome(call, status="ok", usage=usage, error_code=error_code))
-    state.credentials.touch(call.credential)
     headers = gateway_headers(call)
-    if claim is not None:
+    stored = None
+    if call.claim is not None:
         stored = stored_from(200, {**headers, "content-type": "application/json"}, reply.body)
-        await state.idempotency.complete(claim, stored)
+    # Record, limit settlement and replayable answer in one transaction, before the answer goes out.
+    await settle(state, call, build_outcome(call, status="ok", usage=usage, error_code=error_code), stored)
+    state.credentials.touch(call.credential)
     return _JSONReply(reply.body, headers)
 
 
@@ -133,9 +136,7 @@ def _open_stream(state: Any, target: UpstreamTarget, call: PreparedCall, kind: s
     return stream
 
 
-async def relay_stream(
-    state: Any, call: PreparedCall, wants_usage: bool, claim: Claim | None = None, kind: str = "chat"
-) -> SSEResponse:
+async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: str = "chat") -> SSEResponse:
     """Streamed completion: errors before the first chunk are plain JSON errors (raised)."""
     try:
         target = await _target(state, call)
@@ -143,7 +144,7 @@ async def relay_stream(
         first = await anext(stream, None)
     except BaseException as error:
         cancelled = isinstance(error, anyio.get_cancelled_exc_class())
-        await _record_failure(state, call, error, claim, "cancelled" if cancelled else "error")
+        await _record_failure(state, call, error, "cancelled" if cancelled else "error")
         raise
     ttft_ms = int((time.perf_counter() - call.started) * 1000)
 
@@ -161,7 +162,7 @@ async def relay_stream(
                 relayed += len(arrived)
                 data = b"".join(e.data for e in arrived if wants_usage or not e.is_usage_only)
                 if data:
-                    if claim is not None:
+                    if call.claim is not None:
                         sent.append(data)
                     yield data
                 event = await anext(stream, None)
@@ -177,32 +178,29 @@ async def relay_stream(
         finally:
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
-                if claim is not None and outcome_status != "ok":
-                    await state.idempotency.release(claim)
                 usage, estimated = stream.usage, False
                 if usage is None and relayed:  # content reached the client, its count did not
                     usage, estimated = estimate_usage(call.body, relayed), True
                     if outcome_status != "error":  # an error's code names the failure instead
                         error_code = USAGE_ESTIMATED
-                await state.call_sink.record(
-                    build_outcome(
-                        call,
-                        status=outcome_status,
-                        usage=usage,
-                        error_code=error_code,
-                        ttft_ms=ttft_ms,
-                        usage_estimated=estimated,
-                    )
+                stored = None
+                if call.claim is not None and outcome_status == "ok":
+                    body = b"".join(sent) + DONE
+                    stored = stored_from(200, {**headers, "content-type": SSE_TYPE}, body)
+                outcome = build_outcome(
+                    call,
+                    status=outcome_status,
+                    usage=usage,
+                    error_code=error_code,
+                    ttft_ms=ttft_ms,
+                    usage_estimated=estimated,
                 )
+                await settle(state, call, outcome, stored)
         if outcome_status != "ok":
             return
-        # The record is committed (above) before [DONE] goes out, and so is the replayable answer.
+        # The record, the limits' settlement and the replayable answer are committed (above)
+        # before [DONE] goes out.
         state.credentials.touch(call.credential)
-        if claim is not None:
-            body = b"".join(sent) + DONE
-            await state.idempotency.complete(
-                claim, stored_from(200, {**headers, "content-type": SSE_TYPE}, body)
-            )
         yield DONE
 
     headers = gateway_headers(call)

@@ -15,6 +15,7 @@ from switchboard.catalog.catalog import Catalog
 from switchboard.catalog.selectors import parse_selector
 from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import BadRequest, NotFound
+from switchboard.llm import ledger
 from switchboard.llm.completions import chat_body, check_completions_body
 from switchboard.llm.context import prepare_call
 from switchboard.llm.idempotent import claim_or_replay
@@ -96,13 +97,15 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
             )
         if kind == "completions" and call.model.provider != "openai":
             kind, call.body = "completions_over_chat", chat_body(call.body)
+        call.claim = claim
+        await ledger.begin(state, call)  # limits: 402/429 here, before the provider is called
     except BaseException:
         if claim is not None:
             await state.idempotency.release(claim)  # nothing ran: a retry may try again
         raise
     if stream:
-        return await relay_stream(state, call, wants_usage, claim, kind)
-    return await relay_json(state, call, kind, claim)
+        return await relay_stream(state, call, wants_usage, kind)
+    return await relay_json(state, call, kind)
 
 
 # How each endpoint's call reaches the provider (llm/relay.py); `completions` may turn into

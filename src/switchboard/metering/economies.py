@@ -17,6 +17,8 @@ from switchboard.config_file import PROVIDERS, ConfigError, EconomyEntry, Gatewa
 from switchboard.db.upsert import insert_for
 from switchboard.errors import Conflict, NotFound
 from switchboard.kit.clock import utcnow
+from switchboard.limits.budgets import sync_budget
+from switchboard.limits.rules import MAX_AMOUNT, parse_amount
 from switchboard.metering.models import EconomyRow
 
 DEFAULT_SLUG = "default"
@@ -106,8 +108,11 @@ def check_config_economies(config: GatewayConfig) -> None:
         seen.add(entry.slug)
         if as_uuid(entry.slug) is not None:
             raise ConfigError(f"{where}.slug: a slug must not look like a UUID")
-        if entry.budget is not None and not _AMOUNT.match(entry.budget):
-            raise ConfigError(f'{where}.budget: an integer string of nano-units, such as "5000000000"')
+        budget = entry.budget
+        if budget is not None and not (_AMOUNT.match(budget) and parse_amount(budget) is not None):
+            raise ConfigError(
+                f'{where}.budget: an integer string of nano-units up to {MAX_AMOUNT}, such as "5000000000"'
+            )
         for key in entry.price_overrides:
             provider, sep, model = key.partition("/")
             if not sep or provider not in PROVIDERS or not model:
@@ -156,6 +161,7 @@ async def sync_config_economies(session: AsyncSession, config: GatewayConfig) ->
             await session.execute(
                 update(EconomyRow).where(EconomyRow.id == row.id).values(**wanted, updated_at=now)
             )
+        await sync_budget(session, row.id, entry.budget)  # the budget is a limit (SPEC §13)
     default = await find_economy(session, config.default_economy)
     if default is None:
         raise EconomySetupError(f"default_economy names {config.default_economy!r}, which does not exist")
@@ -219,6 +225,8 @@ async def create_economy(session: AsyncSession, values: Mapping[str, Any]) -> Ec
     except IntegrityError:
         # Lost a race with a concurrent create of the same slug.
         raise Conflict(f"economy slug {row.slug!r} is taken") from None
+    if row.budget is not None:
+        await sync_budget(session, row.id, row.budget)  # the budget is a limit (SPEC §13)
     return to_economy(row)
 
 
@@ -233,4 +241,6 @@ async def update_economy(session: AsyncSession, economy: Economy, changes: Mappi
     await session.execute(
         update(EconomyRow).where(EconomyRow.id == economy.id).values(**values, updated_at=utcnow())
     )
+    if "budget" in values:
+        await sync_budget(session, economy.id, values["budget"])  # the budget is a limit (SPEC §13)
     return await get_economy(session, str(economy.id))

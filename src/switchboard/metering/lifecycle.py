@@ -7,6 +7,7 @@ import logging
 from fastapi import FastAPI
 
 from switchboard.config_file import ConfigError, locate
+from switchboard.db.write_transaction import WriteTransactions
 from switchboard.metering.economies import check_config_economies, sync_config_economies
 from switchboard.metering.resolution import register_default
 from switchboard.metering.spool import UsageSpool
@@ -27,12 +28,15 @@ async def startup(app: FastAPI) -> None:
     register_default(app.state.engine.sync_engine, default)
     app.state.default_economy = default
     outage = app.state.db_outage
+    app.state.write_transactions = WriteTransactions(app.state.engine)
     writer = UsageWriter(
         app.state.sessionmaker,
         {entry.key: entry for entry in settings.config.models},
         queue_size=settings.usage_queue_size,
         outage=outage if outage.enabled else None,
         spool=UsageSpool(settings.data_dir) if outage.enabled else None,
+        idempotency=app.state.idempotency,
+        transactions=app.state.write_transactions,
     )
     writer.start()
     if outage.enabled:
@@ -46,3 +50,6 @@ async def shutdown(app: FastAPI) -> None:
     if writer is not None:
         await writer.close()
         log.info("usage writer drained: %d records in %d transactions", writer.records, writer.batches)
+    transactions: WriteTransactions | None = getattr(app.state, "write_transactions", None)
+    if transactions is not None:
+        transactions.close()

@@ -82,6 +82,7 @@ class UsageRecordRow(Base):
     ttft_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
     idempotency_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
     usage_estimated: Mapped[bool] = mapped_column(Boolean, server_default=false(), default=False)
+    api_key_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
 
     __table_args__ = (
         Index("ix_usage_records_economy_time", "economy_id", "occurred_at", "id"),

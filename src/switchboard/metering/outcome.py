@@ -7,9 +7,10 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-CallStatus = Literal["ok", "error", "cancelled"]
+# "abandoned": the call's replica died before it settled; written by recovery (SPEC §13).
+CallStatus = Literal["ok", "error", "cancelled", "abandoned"]
 CredentialScope = Literal["user", "room", "deployment"]
 
 
@@ -47,12 +48,31 @@ class CallOutcome:
     # The tokens are the gateway's estimate: content reached the client, the provider's count did not
     # reach the gateway. Said here when `error_code` must name the failure (else it says usage_estimated).
     usage_estimated: bool = False
+    api_key_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """What else a call's ending commits in the transaction that writes its record (SPEC §13).
+
+    `call_id`'s limit holds are replaced by the record's actual usage counted against `limits`;
+    `claim` (an idempotency claim) is completed with `stored`, or released when `stored` is None.
+    An `abandoned` settlement is recovery's: its record is written only if it still frees something
+    (the dead call's holds or claim), so that two replicas recovering the same call write it once.
+    """
+
+    call_id: str | None = None
+    limits: tuple[Any, ...] = ()
+    claim: Any = None
+    stored: Any = None
+    abandoned: bool = False
+    record_id: uuid.UUID | None = None
 
 
 class CallSink(Protocol):
     """`app.state.call_sink`: `record` returns only once the outcome's record is committed."""
 
-    async def record(self, outcome: CallOutcome) -> None: ...
+    async def record(self, outcome: CallOutcome, settlement: Settlement | None = None) -> None: ...
 
 
 def new_record_id() -> uuid.UUID:

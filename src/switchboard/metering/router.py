@@ -7,6 +7,7 @@ from fastapi import APIRouter, Response, status
 from switchboard.auth.dependencies import CurrentPrincipal
 from switchboard.db.session import DbSession
 from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
+from switchboard.limits.notify import LimitRegistry, on_commit
 from switchboard.metering import manage
 from switchboard.metering.schemas import (
     EconomyCreate,
@@ -31,8 +32,12 @@ async def list_economies(
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, operation_id="createEconomy_Economies")
-async def create_economy(body: EconomyCreate, principal: CurrentPrincipal, session: DbSession) -> EconomyOut:
-    return await manage.create(session, principal, body)
+async def create_economy(
+    body: EconomyCreate, principal: CurrentPrincipal, session: DbSession, registry: LimitRegistry
+) -> EconomyOut:
+    created = await manage.create(session, principal, body)
+    on_commit(session, registry)  # a budget is a limit: this process applies it from the next call
+    return created
 
 
 @router.get("/{economy}", operation_id="getEconomy_Economies")
@@ -43,9 +48,15 @@ async def get_economy(economy: str, principal: CurrentPrincipal, session: DbSess
 
 @router.patch("/{economy}", operation_id="updateEconomy_Economies")
 async def update_economy(
-    economy: str, body: EconomyUpdate, principal: CurrentPrincipal, session: DbSession
+    economy: str,
+    body: EconomyUpdate,
+    principal: CurrentPrincipal,
+    session: DbSession,
+    registry: LimitRegistry,
 ) -> EconomyOut:
-    return await manage.change(session, principal, economy, body)
+    changed = await manage.change(session, principal, economy, body)
+    on_commit(session, registry)  # a budget is a limit: this process applies it from the next call
+    return changed
 
 
 @router.get("/{economy}/participants", operation_id="listEconomyParticipants_Economies")

@@ -158,7 +158,7 @@ class UsageRecordOut(BaseModel):
     selector: str
     endpoint: str
     stream: bool
-    status: Literal["ok", "error", "cancelled"]
+    status: Literal["ok", "error", "cancelled", "abandoned"]
     error_code: str | None
     prompt_tokens: int
     completion_tokens: int

@@ -8,9 +8,9 @@ from collections.abc import Collection, Sequence
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from switchboard.metering.access import participating_economy_ids, role_in
+from switchboard.metering.access import OWNER, participating_economy_ids, role_in
 from switchboard.metering.economies import Economy, find_economy
-from switchboard.metering.models import UsageRecordRow
+from switchboard.metering.models import ParticipantRow, UsageRecordRow
 from switchboard.metering.outcome import CallOutcome, CallSink
 from switchboard.metering.resolution import resolve_economy
 
@@ -20,8 +20,11 @@ __all__ = [
     "Economy",
     "economy_exists",
     "economy_ids_of",
+    "find_economy",
+    "owned_economy_ids",
     "participates",
     "resolve_economy",
+    "role_in",
     "sessions_per_agent",
 ]
 
@@ -53,3 +56,15 @@ async def economy_ids_of(
 ) -> set[uuid.UUID]:
     """The economies the user participates in, given their rooms (which the caller already holds)."""
     return await participating_economy_ids(session, user_id, rooms)
+
+
+async def owned_economy_ids(session: AsyncSession, user_id: uuid.UUID) -> set[uuid.UUID]:
+    """The economies the user is named an owner of (ownership never comes through a room)."""
+    rows = await session.scalars(
+        select(ParticipantRow.economy_id).where(
+            ParticipantRow.kind == "user",
+            ParticipantRow.participant_id == user_id,
+            ParticipantRow.role == OWNER,
+        )
+    )
+    return set(rows)

@@ -23,7 +23,7 @@ import orjson
 
 from switchboard.metering.outcome import CallOutcome
 
-_UUID_FIELDS = ("economy_id", "user_id", "room_id", "credential_id")
+_UUID_FIELDS = ("economy_id", "user_id", "room_id", "credential_id", "api_key_id")
 
 
 def encode(record_id: uuid.UUID, outcome: CallOutcome) -> bytes:
@@ -33,12 +33,23 @@ def encode(record_id: uuid.UUID, outcome: CallOutcome) -> bytes:
 
 def decode(line: bytes) -> tuple[uuid.UUID, CallOutcome]:
     data: dict[str, Any] = orjson.loads(line)
-    record_id = uuid.UUID(data.pop("record_id"))
+    return uuid.UUID(data.pop("record_id")), outcome_from_json(data)
+
+
+def outcome_to_json(outcome: CallOutcome) -> dict[str, Any]:
+    """A JSON object of the outcome (ids and times as strings), as limit holds and claims keep it."""
+    loaded: dict[str, Any] = orjson.loads(orjson.dumps(dataclasses.asdict(outcome), default=str))
+    return loaded
+
+
+def outcome_from_json(data: dict[str, Any]) -> CallOutcome:
+    data = dict(data)
     for name in _UUID_FIELDS:
         if data.get(name) is not None:
             data[name] = uuid.UUID(data[name])
     data["occurred_at"] = datetime.fromisoformat(data["occurred_at"])
-    return record_id, CallOutcome(**data)
+    known = {field.name for field in dataclasses.fields(CallOutcome)}
+    return CallOutcome(**{name: value for name, value in data.items() if name in known})
 
 
 class UsageSpool:

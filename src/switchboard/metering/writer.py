@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from datetime import datetime
 from typing import cast
 
 from sqlalchemy import Table
@@ -17,10 +18,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from switchboard.config_file import ModelEntry
 from switchboard.db.batch_insert import batch_insert
 from switchboard.db.outage import DatabaseOutage, is_connection_error
+from switchboard.db.upsert import insert_for
+from switchboard.db.write_transaction import LedgerConnection, WriteTransactions
 from switchboard.errors import ServiceUnavailable
+from switchboard.idempotency.service import IdempotencyStore
+from switchboard.kit.clock import utcnow
+from switchboard.limits import ledger
 from switchboard.metering.economies import Economy, economies_by_id
 from switchboard.metering.models import UsageRecordRow
-from switchboard.metering.outcome import CallOutcome, new_record_id
+from switchboard.metering.outcome import CallOutcome, Settlement, new_record_id
 from switchboard.metering.pricing import Prices, compute_cost, find_prices, litellm_lookup, needs_litellm
 from switchboard.metering.resolution import cache_generation
 from switchboard.metering.spool import UsageSpool, read_file
@@ -49,6 +55,7 @@ _COLUMNS = (
     "markup_bps",
     "price_source",
 )
+_COST_INDEX = _COLUMNS.index("cost")
 
 
 @dataclass
@@ -56,6 +63,25 @@ class _Pending:
     outcome: CallOutcome
     record_id: uuid.UUID
     done: asyncio.Future[None]
+    settlement: Settlement | None = None
+
+
+@dataclass(frozen=True)
+class _PriceProbe:
+    """Just what price lookups read of an outcome."""
+
+    economy_id: uuid.UUID
+    provider: str
+    model: str
+
+
+def _actual(metric: str, outcome: CallOutcome, cost: int) -> int:
+    """What a finished call counts against a limit of `metric`."""
+    if metric == "requests":
+        return 1
+    if metric == "tokens":
+        return outcome.prompt_tokens + outcome.completion_tokens
+    return cost
 
 
 @dataclass
@@ -86,13 +112,19 @@ class UsageWriter:
         max_batch: int = MAX_BATCH,
         outage: DatabaseOutage | None = None,
         spool: UsageSpool | None = None,
+        idempotency: IdempotencyStore | None = None,
+        transactions: WriteTransactions | None = None,
     ) -> None:
         engine = sessionmaker.kw.get("bind")
         if not isinstance(engine, AsyncEngine):
             raise TypeError("the usage writer needs a sessionmaker bound to an AsyncEngine")
         self._sessionmaker = sessionmaker
+        self._async_engine = engine
         self._engine = engine.sync_engine
+        self._idempotency = idempotency
+        self._transactions = transactions or WriteTransactions(engine)
         self._insert = batch_insert(engine, _TABLE, _COLUMNS)
+        self._core_insert = insert_for(engine.dialect.name)(_TABLE).on_conflict_do_nothing()
         self._catalog = dict(catalog)
         self._queue: asyncio.Queue[_Pending | _CatchUp | None] = asyncio.Queue(maxsize=max(1, queue_size))
         self._outage = outage
@@ -118,12 +150,16 @@ class UsageWriter:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="usage-writer")
 
-    async def record(self, outcome: CallOutcome) -> None:
+    async def record(self, outcome: CallOutcome, settlement: Settlement | None = None) -> None:
+        """Returns once the record and its settlement (limit holds, idempotent answer) are committed."""
         if outcome.occurred_at.tzinfo is None:
             raise ValueError("CallOutcome.occurred_at must be timezone-aware")
         if self._closing or self._task is None:
             raise ServiceUnavailable("the gateway is shutting down")
-        pending = _Pending(outcome, new_record_id(), asyncio.get_running_loop().create_future())
+        record_id = (
+            settlement.record_id if settlement is not None and settlement.record_id else new_record_id()
+        )
+        pending = _Pending(outcome, record_id, asyncio.get_running_loop().create_future(), settlement)
         pending.done.add_done_callback(_consume_error)
         try:
             self._queue.put_nowait(pending)
@@ -273,22 +309,28 @@ class UsageWriter:
             if not pending.done.done():
                 pending.done.set_result(None)
 
+    async def price_of(self, economy_id: uuid.UUID, provider: str, model: str) -> tuple[Prices, int]:
+        """The prices and markup a record of this call will be costed with (for a limit's estimate)."""
+        economy = (await self._economies_by_id({economy_id})).get(economy_id)
+        prices = self._prices.get((economy_id, provider, model))
+        if prices is None:
+            prices = await self._find_prices(_PriceProbe(economy_id, provider, model), economy)
+        return prices, economy.markup_bps if economy is not None else 0
+
     async def _commit(self, batch: list[_Pending]) -> None:
-        economies = await self._economies_of(batch)
-        rows = []
-        for pending in batch:
-            outcome = pending.outcome
-            economy = economies.get(outcome.economy_id)
-            prices = self._prices.get((outcome.economy_id, outcome.provider, outcome.model))
-            if prices is None:
-                prices = await self._find_prices(outcome, economy)
-            rows.append(self._row(pending, prices, economy.markup_bps if economy is not None else 0))
+        if any(pending.settlement is not None for pending in batch):
+            await self._commit_with_settlements(batch)
+            return
+        rows = await self._rows(batch)
         # DO NOTHING on a known id: a retry after a commit whose acknowledgement was lost must not
         # double a record.
         await self._insert.insert(rows)
 
     async def _economies_of(self, batch: list[_Pending]) -> dict[uuid.UUID, Economy]:
         """The batch's economies; a session and a query only for those not cached."""
+        return await self._economies_by_id({p.outcome.economy_id for p in batch})
+
+    async def _economies_by_id(self, ids: set[uuid.UUID]) -> dict[uuid.UUID, Economy]:
         now = time.monotonic()
         generation = cache_generation(self._engine)
         if now >= self._economies_until or generation != self._economies_generation:
@@ -296,13 +338,13 @@ class UsageWriter:
             self._prices.clear()
             self._economies_until = now + ECONOMY_TTL_SECONDS
             self._economies_generation = generation
-        missing = {p.outcome.economy_id for p in batch} - self._economies.keys()
+        missing = ids - self._economies.keys()
         if missing:
             async with self._sessionmaker() as session:
                 self._economies.update(await economies_by_id(session, list(missing)))
         return self._economies
 
-    async def _find_prices(self, outcome: CallOutcome, economy: Economy | None) -> Prices:
+    async def _find_prices(self, outcome: CallOutcome | _PriceProbe, economy: Economy | None) -> Prices:
         """Each side from the economy's override, the catalog or litellm's map, cached with the economy."""
         overrides = economy.price_overrides if economy is not None else {}
         prices = find_prices(outcome.provider, outcome.model, overrides, self._catalog)
@@ -323,6 +365,64 @@ class UsageWriter:
                 self._litellm.clear()
             found = self._litellm[key] = await asyncio.to_thread(litellm_lookup, provider, model)
         return found
+
+    async def _rows(self, batch: list[_Pending]) -> list[tuple[object, ...]]:
+        economies = await self._economies_of(batch)
+        rows = []
+        for pending in batch:
+            outcome = pending.outcome
+            economy = economies.get(outcome.economy_id)
+            prices = self._prices.get((outcome.economy_id, outcome.provider, outcome.model))
+            if prices is None:
+                prices = await self._find_prices(outcome, economy)
+            rows.append(self._row(pending, prices, economy.markup_bps if economy is not None else 0))
+        return rows
+
+    async def _commit_with_settlements(self, batch: list[_Pending]) -> None:
+        """Records, limit settlements and idempotent answers of the batch in one transaction (SPEC §13)."""
+        rows = await self._rows(batch)
+        now = utcnow()
+        async with self._transactions.begin() as conn:
+            await ledger.lock_limits(
+                conn,
+                (limit.id for p in batch if p.settlement is not None for limit in p.settlement.limits),
+            )
+            kept: list[dict[str, object]] = []
+            actuals: list[ledger.Actual] = []
+            for pending, row in zip(batch, rows, strict=True):
+                settlement = pending.settlement
+                if settlement is not None and settlement.abandoned:
+                    if await self._free_dead(conn, settlement, now):
+                        kept.append(dict(zip(_COLUMNS, row, strict=True)))
+                    continue
+                kept.append(dict(zip(_COLUMNS, row, strict=True)))
+                if settlement is None:
+                    continue
+                if settlement.call_id is not None:
+                    await ledger.release_holds(conn, [settlement.call_id])
+                if settlement.claim is not None and self._idempotency is not None:
+                    if settlement.stored is not None:
+                        await self._idempotency.complete_in(conn, settlement.claim, settlement.stored)
+                    else:
+                        await self._idempotency.release_in(conn, settlement.claim)
+                cost = int(row[_COST_INDEX])  # type: ignore[call-overload]
+                actuals.extend(
+                    ledger.Actual(
+                        limit, _actual(limit.metric, pending.outcome, cost), pending.outcome.occurred_at
+                    )
+                    for limit in settlement.limits
+                )
+            if kept:
+                await conn.execute(self._core_insert, kept)
+            await ledger.count(conn, actuals)
+
+    async def _free_dead(self, conn: LedgerConnection, settlement: Settlement, now: datetime) -> bool:
+        freed = False
+        if settlement.call_id is not None:
+            freed = await ledger.release_dead_holds(conn, settlement.call_id, now)
+        if settlement.claim is not None and self._idempotency is not None:
+            freed = await self._idempotency.release_dead_in(conn, settlement.claim, now) or freed
+        return freed
 
     def _row(self, pending: _Pending, prices: Prices, markup: int) -> tuple[object, ...]:
         """The record's values in `_COLUMNS` order."""

@@ -51,3 +51,16 @@ def litellm_prices(provider: str, model: str) -> tuple[Decimal, Decimal] | None:
             return None
         return prices[0] or Decimal(0), prices[1] or Decimal(0)
     return None
+
+
+def litellm_max_output(provider: str, model: str) -> int | None:
+    """The model's largest answer in tokens, as litellm's map knows it."""
+    cost_map = _cost_map()
+    for key in (f"{provider}/{model}", model):
+        entry = cost_map.get(key)
+        if not isinstance(entry, dict) or entry.get("litellm_provider") != provider:
+            continue
+        found = entry.get("max_output_tokens") or entry.get("max_tokens")
+        if isinstance(found, int) and not isinstance(found, bool) and found > 0:
+            return found
+    return None

@@ -1,0 +1,132 @@
+"""Short write transactions at the lowest cost the database allows: the ledger's (limits, settlement).
+
+On SQLite the transaction runs right on the event loop's thread, on a connection of its own that
+never waits for the write lock (`busy_timeout=0`): a few small statements cost tens of microseconds
+there, against a thread hop each through aiosqlite. When another connection holds the lock, or
+on PostgreSQL, it is an ordinary `AsyncEngine.begin()`.
+
+The body of an inline transaction must not wait on anything (it holds SQLite's one write lock):
+`InlineConnection.execute` runs the statement at once and its awaits never suspend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.engine import CursorResult, Dialect
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from switchboard.db.engine import make_sync_sqlite_engine
+
+# Pauses between attempts at SQLite's write lock before waiting for it in a thread (aiosqlite).
+INLINE_RETRY_PAUSES = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016)
+
+
+class InlineConnection:
+    """The part of `AsyncConnection` the ledger uses, over a blocking connection."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._connection.dialect
+
+    async def execute(self, statement: Any, parameters: Any = None) -> CursorResult[Any]:
+        return self._connection.execute(statement, parameters)
+
+    async def scalar(self, statement: Any, parameters: Any = None) -> Any:
+        return self._connection.scalar(statement, parameters)
+
+
+LedgerConnection = AsyncConnection | InlineConnection
+
+
+def _busy(error: OperationalError) -> bool:
+    original = error.orig
+    return isinstance(original, sqlite3.OperationalError) and (
+        original.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+    )
+
+
+class WriteTransactions:
+    """`app.state.write_transactions`: `async with transactions.begin() as conn: ...`."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._sync: Engine | None = None
+        self._inline: Connection | None = None
+        self._inline_lock = asyncio.Lock()
+        if engine.dialect.name == "sqlite":
+            self._sync = make_sync_sqlite_engine(engine.url.render_as_string(hide_password=False))
+
+    def _inline_connection(self) -> Connection:
+        if self._inline is None:
+            assert self._sync is not None
+            connection = self._sync.connect().execution_options(isolation_level="AUTOCOMMIT")
+            connection.exec_driver_sql("PRAGMA busy_timeout=0")
+            self._inline = connection
+        return self._inline
+
+    def _drop_inline(self) -> None:
+        connection, self._inline = self._inline, None
+        if connection is not None:
+            connection.invalidate()
+            connection.close()
+
+    def _try_begin(self) -> Connection | None:
+        """The inline connection inside BEGIN IMMEDIATE, or None while another connection writes."""
+        connection = self._inline_connection()
+        try:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        except OperationalError as error:
+            if not _busy(error):
+                self._drop_inline()
+                raise
+            return None
+        return connection
+
+    async def _inline_begin(self) -> Connection | None:
+        # Another connection's transaction is short (a usage batch, another replica's reservation):
+        # a few brief yields to the loop wait it out far sooner than SQLite's busy handler would.
+        for pause in INLINE_RETRY_PAUSES:
+            connection = self._try_begin()
+            if connection is not None:
+                return connection
+            await asyncio.sleep(pause)
+        return self._try_begin()
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[LedgerConnection]:
+        if self._sync is not None:
+            # One inline transaction at a time in this process: its connection is shared.
+            async with self._inline_lock:
+                connection = await self._inline_begin()
+                if connection is not None:
+                    try:
+                        yield InlineConnection(connection)
+                    except BaseException:
+                        try:
+                            connection.exec_driver_sql("ROLLBACK")
+                        except Exception:
+                            self._drop_inline()  # closing it rolls the transaction back
+                        raise
+                    try:
+                        connection.exec_driver_sql("COMMIT")
+                    except BaseException:
+                        self._drop_inline()
+                        raise
+                    return
+        async with self._engine.begin() as conn:
+            yield conn
+
+    def close(self) -> None:
+        self._drop_inline()
+        if self._sync is not None:
+            self._sync.dispose()

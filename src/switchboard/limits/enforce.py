@@ -1,0 +1,225 @@
+"""Reserve before the provider is called (SPEC §13): what a call may spend, its output cap, its headers.
+
+A call's worst case is held against every limit that applies to it: one request, its prompt (the
+request's text at four characters a token) plus its largest answer in tokens, and the cost of
+both. When a cost or tokens limit applies and the caller set no output cap, the gateway sets the
+largest one whose worst case fits. The hold is replaced by what the call actually used when its
+usage record is written (metering.writer, one transaction).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from switchboard.db.write_transaction import WriteTransactions
+from switchboard.errors import BudgetExceeded, LimitRateExceeded, LimitRefused
+from switchboard.kit.clock import utcnow
+from switchboard.limits import ledger
+from switchboard.limits.ledger import Standing
+from switchboard.limits.rules import Limit, openai_duration, resets_at, retry_after, seconds_until_fits
+from switchboard.metering.pricing import Prices, compute_cost
+
+log = logging.getLogger("switchboard.limits")
+
+# When neither the caller, the catalog nor litellm's map says how long an answer may be.
+DEFAULT_MAX_OUTPUT = 4096
+
+
+@dataclass(eq=False)
+class Hold:
+    """A running call's reservation; ended by the settlement that writes its usage record."""
+
+    call_id: str
+    limits: tuple[Limit, ...]
+    headers: dict[str, str]
+    _heartbeat: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    async def stop(self) -> None:
+        task, self._heartbeat = self._heartbeat, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a call asks of its limits, known before the provider is called."""
+
+    endpoint: str
+    prompt_tokens: int
+    own_cap: int | None  # the caller's max_tokens / max_completion_tokens
+    model_max: int  # the model's largest answer (0 for embeddings)
+    prices: Prices | None
+    markup_bps: int
+
+
+def own_cap(endpoint: str, body: dict[str, Any]) -> int | None:
+    names = ("max_tokens",) if endpoint == "completions" else ("max_completion_tokens", "max_tokens")
+    caps = [body[n] for n in names if isinstance(body.get(n), int) and not isinstance(body.get(n), bool)]
+    return min(caps) if caps else None
+
+
+def cap_field(endpoint: str) -> str:
+    return "max_tokens" if endpoint == "completions" else "max_completion_tokens"
+
+
+def _priced(ask: Ask) -> bool:
+    return (
+        ask.prices is not None
+        and ask.prices.input_per_mtok is not None
+        and (ask.model_max == 0 or ask.prices.output_per_mtok is not None)
+    )
+
+
+def _cost(ask: Ask, completion: int) -> int:
+    assert ask.prices is not None
+    return compute_cost(ask.prices, ask.prompt_tokens, completion, ask.markup_bps).nanos
+
+
+def _largest_cost_fit(ask: Ask, remaining: int, upper: int) -> int:
+    """The largest output whose worst-case cost fits `remaining`; -1 when not even the prompt does."""
+    if _cost(ask, 0) > remaining:
+        return -1
+    low, high = 0, upper
+    while low < high:  # cost grows with the output: binary search, ~20 rounds at most
+        middle = (low + high + 1) // 2
+        if _cost(ask, middle) <= remaining:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+@dataclass
+class Plan:
+    """Filled in by `decide` inside the reservation's transaction."""
+
+    ask: Ask
+    cap: int | None = None  # the output cap the gateway set, if it set one
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def decide(self, standings: list[Standing]) -> dict[uuid.UUID, int]:
+        ask, now = self.ask, utcnow()
+        cost_limits = [s for s in standings if s.limit.metric == "cost"]
+        if cost_limits and not _priced(ask):
+            strict = [s for s in cost_limits if not s.limit.allow_unpriced]
+            if strict:
+                raise _unpriced(strict[0].limit)
+        priced = _priced(ask)
+        cap = ask.own_cap if ask.own_cap is not None else ask.model_max
+        if ask.own_cap is None and ask.model_max:
+            for standing in standings:
+                if standing.limit.metric == "cost" and priced:
+                    cap = min(cap, _largest_cost_fit(ask, standing.remaining, cap))
+                elif standing.limit.metric == "tokens":
+                    cap = min(cap, standing.remaining - ask.prompt_tokens)
+            if cap < 1:
+                cap = max(cap, 0)  # nothing fits: the check below refuses with the tightest limit
+            elif cap < ask.model_max:
+                self.cap = cap
+        needs: dict[uuid.UUID, int] = {}
+        refused: list[tuple[Standing, int]] = []
+        for standing in standings:
+            limit = standing.limit
+            if limit.metric == "requests":
+                need = 1
+            elif limit.metric == "tokens":
+                need = ask.prompt_tokens + cap
+            else:
+                need = _cost(ask, cap) if priced else 0
+            if need > standing.remaining or (limit.metric != "requests" and ask.model_max and cap < 1):
+                refused.append((standing, need))
+            needs[limit.id] = need
+        if refused:
+            raise _refusal(refused, now)
+        self.headers = _headers(standings, needs, now)
+        if self.cap is not None:
+            self.headers["x-switchboard-max-tokens"] = str(self.cap)
+        return needs
+
+
+def _unpriced(limit: Limit) -> BudgetExceeded:
+    return BudgetExceeded(
+        f"the model has no price, and cost limit {limit.id} only admits priced models",
+        openai_code="unpriced_model",
+        extra={"limit_id": str(limit.id)},
+    )
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+def _refusal(refused: Sequence[tuple[Standing, int]], now: datetime) -> LimitRefused:
+    costs = [standing for standing, _ in refused if standing.limit.metric == "cost"]
+    if costs:  # waiting a few seconds does not help a spent budget: 402, which SDKs do not retry
+        limit = costs[0].limit
+        reset = _iso(resets_at(limit.window, now)) if not limit.rolling else None
+        return BudgetExceeded(
+            f"cost limit {limit.id} is spent" + (f"; it resets at {reset}" if reset else ""),
+            extra={"limit_id": str(limit.id), "resets_at": reset},
+        )
+    waits = [(seconds_until_fits(s.limit, need, s.remaining, now), s.limit) for s, need in refused]
+    wait, limit = max(waits, key=lambda pair: pair[0])
+    return LimitRateExceeded(
+        f"{limit.metric} limit {limit.id} ({limit.amount} per {limit.window}) is reached",
+        headers={"Retry-After": retry_after(wait)},
+        extra={"limit_id": str(limit.id)},
+    )
+
+
+def _headers(standings: list[Standing], needs: dict[uuid.UUID, int], now: datetime) -> dict[str, str]:
+    """OpenAI's x-ratelimit-* for the tightest requests and tokens limits, and the budget left."""
+    headers: dict[str, str] = {}
+    for metric in ("requests", "tokens", "cost"):
+        ours = [s for s in standings if s.limit.metric == metric]
+        if not ours:
+            continue
+        tightest = min(ours, key=lambda s: s.remaining - needs[s.limit.id])
+        left = max(tightest.remaining - needs[tightest.limit.id], 0)
+        if metric == "cost":
+            headers["x-switchboard-budget-remaining"] = str(left)
+            continue
+        limit = tightest.limit
+        used_after = limit.amount - left
+        headers[f"x-ratelimit-limit-{metric}"] = str(limit.amount)
+        headers[f"x-ratelimit-remaining-{metric}"] = str(left)
+        headers[f"x-ratelimit-reset-{metric}"] = openai_duration(ledger.reset_seconds(limit, used_after, now))
+    return headers
+
+
+async def _renew(engine: Any, call_id: str, lease_seconds: float) -> None:
+    while True:
+        await asyncio.sleep(lease_seconds / 3)
+        try:
+            await ledger.renew_holds(engine, call_id, lease_seconds)
+        except Exception:
+            log.warning("could not renew a call's limit holds; retrying", exc_info=True)
+
+
+async def reserve(
+    transactions: WriteTransactions,
+    engine: Any,
+    limits: Sequence[Limit],
+    ask: Ask,
+    *,
+    call_id: str,
+    call: dict[str, Any] | None,
+    lease_seconds: float,
+) -> tuple[Hold, int | None]:
+    """Holds the call's worst case, or raises 402/429; returns the hold and the cap the gateway set."""
+    plan = Plan(ask)
+    await ledger.reserve(
+        transactions, limits, plan.decide, call_id=call_id, call=call, lease_seconds=lease_seconds
+    )
+    hold = Hold(call_id=call_id, limits=tuple(limits), headers=plan.headers)
+    hold._heartbeat = asyncio.create_task(_renew(engine, call_id, lease_seconds), name="limit-hold-lease")
+    return hold, plan.cap

@@ -1,0 +1,67 @@
+"""Tables of the limits domain: the limits, their counters per window, and the holds of running calls."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, Index, String, Uuid
+from sqlalchemy.orm import Mapped, mapped_column
+
+from switchboard.db.base import Base
+from switchboard.db.types import UTCDateTime
+
+
+class LimitRow(Base):
+    __tablename__ = "limits"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    subject_type: Mapped[str] = mapped_column(String(16))
+    # A user, room or api key id (a UUID), an economy id, or an agent id (a string of its own).
+    subject_id: Mapped[str] = mapped_column(String(64))
+    economy_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    metric: Mapped[str] = mapped_column(String(16))
+    # "window" is a reserved word in SQL.
+    window: Mapped[str] = mapped_column("time_window", String(16))
+    # Integer string: text keeps any size exact on both databases.
+    amount: Mapped[str] = mapped_column(String(40))
+    allow_unpriced: Mapped[bool] = mapped_column(Boolean)
+    # "api", "config" (the config file is its source of truth) or "budget" (an economy's budget).
+    managed_by: Mapped[str] = mapped_column(String(16))
+    created_by: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    __table_args__ = (Index("ix_limits_subject", "subject_type", "subject_id"),)
+
+
+class LimitUsageRow(Base):
+    """What a limit has counted in one window (calendar windows), or its bucket's debt (rolling ones)."""
+
+    __tablename__ = "limit_usage"
+
+    limit_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    window_start: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
+    used: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class LimitHoldRow(Base):
+    """A running call's reservation against one limit; leased, so a dead replica's holds run out."""
+
+    __tablename__ = "limit_holds"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    call_id: Mapped[str] = mapped_column(String(64))
+    limit_id: Mapped[uuid.UUID] = mapped_column(Uuid)
+    amount: Mapped[int] = mapped_column(BigInteger)
+    lease_until: Mapped[datetime] = mapped_column(UTCDateTime())
+    # The call, for the `abandoned` record recovery writes if the call never settles.
+    call: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+    __table_args__ = (
+        Index("ix_limit_holds_limit", "limit_id", "lease_until"),
+        Index("ix_limit_holds_call", "call_id"),
+        Index("ix_limit_holds_lease", "lease_until"),
+    )

@@ -1,0 +1,119 @@
+"""Every limit, in memory on each process, indexed by subject: a call with none pays a dict lookup.
+
+Reloaded every `REFRESH_SECONDS` (a change on another replica applies within that) and before the
+next call after a change on this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections import defaultdict
+from typing import cast
+
+from sqlalchemy import Table, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from switchboard.limits.models import LimitRow
+from switchboard.limits.rules import Limit, parse_amount
+
+log = logging.getLogger("switchboard.limits")
+_T = cast(Table, LimitRow.__table__)
+REFRESH_SECONDS = 2.0
+
+
+def limit_of(row: object) -> Limit | None:
+    amount = parse_amount(getattr(row, "amount", None))
+    if amount is None:
+        return None
+    return Limit(
+        id=row.id,  # type: ignore[attr-defined]
+        subject_type=row.subject_type,  # type: ignore[attr-defined]
+        subject_id=row.subject_id,  # type: ignore[attr-defined]
+        economy_id=row.economy_id,  # type: ignore[attr-defined]
+        metric=row.metric,  # type: ignore[attr-defined]
+        window=getattr(row, "window", None) or row.time_window,  # type: ignore[attr-defined]
+        amount=amount,
+        allow_unpriced=bool(row.allow_unpriced),  # type: ignore[attr-defined]
+        managed_by=row.managed_by,  # type: ignore[attr-defined]
+    )
+
+
+class LimitRegistry:
+    """`app.state.limits`."""
+
+    def __init__(self, engine: AsyncEngine, refresh_seconds: float = REFRESH_SECONDS) -> None:
+        self._engine = engine
+        self._refresh_seconds = refresh_seconds
+        self._by_subject: dict[tuple[str, str], tuple[Limit, ...]] = {}
+        self._by_id: dict[uuid.UUID, Limit] = {}
+        self._stale = True
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.reload()
+        self._task = asyncio.create_task(self._refresh_forever(), name="limits-refresh")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    def changed(self) -> None:
+        """A limit was written on this process: the next call reloads first."""
+        self._stale = True
+
+    async def reload(self) -> None:
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(select(_T))).all()
+        by_subject: dict[tuple[str, str], list[Limit]] = defaultdict(list)
+        by_id: dict[uuid.UUID, Limit] = {}
+        for row in rows:
+            limit = limit_of(row)
+            if limit is not None:
+                by_subject[(limit.subject_type, limit.subject_id)].append(limit)
+                by_id[limit.id] = limit
+        self._by_subject = {key: tuple(value) for key, value in by_subject.items()}
+        self._by_id = by_id
+        self._stale = False
+
+    async def _refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._refresh_seconds)
+            try:
+                await self.reload()
+            except Exception:
+                log.warning("reloading limits failed; keeping the ones loaded", exc_info=True)
+
+    async def applying(
+        self,
+        economy_id: uuid.UUID,
+        user_id: uuid.UUID,
+        room_id: uuid.UUID | None,
+        agent_id: str | None,
+        api_key_id: uuid.UUID | None,
+    ) -> list[Limit]:
+        """Every limit on the call's economy, user, room, agent and api key (narrowed ones if they match)."""
+        if self._stale:
+            await self.reload()
+        by_subject = self._by_subject
+        if not by_subject:
+            return []
+        keys = [("economy", str(economy_id)), ("user", str(user_id))]
+        if room_id is not None:
+            keys.append(("room", str(room_id)))
+        if agent_id is not None:
+            keys.append(("agent", agent_id))
+        if api_key_id is not None:
+            keys.append(("api_key", str(api_key_id)))
+        found: list[Limit] = []
+        for key in keys:
+            for limit in by_subject.get(key, ()):
+                if limit.economy_id is None or limit.economy_id == economy_id:
+                    found.append(limit)
+        return found
+
+    def get(self, limit_id: uuid.UUID) -> Limit | None:
+        return self._by_id.get(limit_id)

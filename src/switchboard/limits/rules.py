@@ -1,0 +1,104 @@
+"""What a limit is (SPEC §13), and the arithmetic of its windows: pure, no I/O."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+SubjectType = Literal["economy", "user", "room", "agent", "api_key"]
+Metric = Literal["cost", "requests", "tokens"]
+Window = Literal["minute", "hour", "day", "month", "total"]
+SUBJECT_TYPES: tuple[SubjectType, ...] = ("economy", "user", "room", "agent", "api_key")
+METRICS: tuple[Metric, ...] = ("cost", "requests", "tokens")
+WINDOWS: tuple[Window, ...] = ("minute", "hour", "day", "month", "total")
+ROLLING_SECONDS: dict[str, int] = {"minute": 60, "hour": 3600}
+# The key of the one counter row of a rolling or `total` limit.
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_AMOUNT = 2**63 - 1  # the counters are BIGINT
+
+
+@dataclass(frozen=True)
+class Limit:
+    id: uuid.UUID
+    subject_type: SubjectType
+    subject_id: str
+    economy_id: uuid.UUID | None
+    metric: Metric
+    window: Window
+    amount: int
+    allow_unpriced: bool = False
+    managed_by: str = "api"
+
+    @property
+    def rolling(self) -> bool:
+        return self.window in ROLLING_SECONDS
+
+
+def window_start(window: str, now: datetime) -> datetime:
+    """The key of the counter `now` falls in: the UTC day or month, else EPOCH (one row)."""
+    if window == "day":
+        return now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if window == "month":
+        return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    return EPOCH
+
+
+def resets_at(window: str, now: datetime) -> datetime | None:
+    """When a calendar window starts over; for a rolling one, when its bucket would be full again
+    is said by `bucket_full_at`; `total` never resets."""
+    if window == "day":
+        return window_start("day", now) + timedelta(days=1)
+    if window == "month":
+        start = window_start("month", now)
+        return (
+            start.replace(year=start.year + 1, month=1)
+            if start.month == 12
+            else start.replace(month=start.month + 1)
+        )
+    return None
+
+
+def bucket_debt(window: str, amount: int, debt: int, since: datetime, now: datetime) -> int:
+    """A rolling window's token bucket: `debt` (amount - level) shrinks at amount per window."""
+    elapsed = max((now - since).total_seconds(), 0.0)
+    refilled = int(elapsed * amount / ROLLING_SECONDS[window])
+    return max(debt - refilled, 0)
+
+
+def seconds_until_fits(limit: Limit, need: int, remaining: int, now: datetime) -> float:
+    """How long until `need` fits: a bucket refills continuously; a calendar window at its reset."""
+    if limit.rolling:
+        missing = need - remaining
+        return max(missing, 0) * ROLLING_SECONDS[limit.window] / max(limit.amount, 1)
+    reset = resets_at(limit.window, now)
+    return (reset - now).total_seconds() if reset is not None else math.inf
+
+
+def retry_after(seconds: float) -> str:
+    """Whole seconds, at least 1, rounded up (SPEC §13)."""
+    return str(max(1, math.ceil(seconds)))
+
+
+def openai_duration(seconds: float) -> str:
+    """OpenAI's x-ratelimit-reset-* form: `20ms`, `1s`, `6m0s`, `1h2m3s`."""
+    if seconds < 1:
+        return f"{max(int(seconds * 1000), 0)}ms"
+    whole = math.ceil(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
+
+
+def parse_amount(value: object) -> int | None:
+    """An amount is an integer string ("1500"); None for anything else (a JSON number included)."""
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit() or len(value) > 19:
+        return None
+    amount = int(value)
+    return amount if amount <= MAX_AMOUNT else None

@@ -1,0 +1,95 @@
+"""A model call's place in the ledger: its limit holds before the provider is called, and the one
+settlement every ending goes through (success, error, cancel; crash recovery in llm/recovery.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from switchboard.idempotency.service import StoredResponse
+from switchboard.limits import enforce
+from switchboard.llm.context import PreparedCall
+from switchboard.llm.outcomes import build_outcome, prompt_estimate
+from switchboard.metering.outcome import CallOutcome, Settlement
+from switchboard.metering.spool import outcome_to_json
+
+GATEWAY_CRASHED = "gateway_crashed"
+
+
+def _model_max(call: PreparedCall) -> int:
+    if call.endpoint == "embeddings":
+        return 0
+    from switchboard.upstream.prices import litellm_max_output
+
+    return litellm_max_output(call.model.provider, call.model.model) or enforce.DEFAULT_MAX_OUTPUT
+
+
+def recovery_record(call: PreparedCall) -> dict[str, Any]:
+    """What recovery needs to write this call's `abandoned` record if its replica dies."""
+    outcome = build_outcome(call, status="abandoned", usage=None, error_code=GATEWAY_CRASHED)
+    return {**outcome_to_json(outcome), "call_id": call.call_id}
+
+
+async def begin(state: Any, call: PreparedCall) -> None:
+    """Holds the call's worst case against every limit that applies (402/429 when one does not fit),
+    sets the output cap the gateway chose, and leaves what recovery needs with the idempotency claim.
+    """
+    call.call_id = uuid.uuid4().hex
+    limits = await state.limits.applying(
+        call.economy_id, call.principal.user_id, call.room_id, call.agent_id, call.principal.api_key_id
+    )
+    record = recovery_record(call) if limits or call.claim is not None else None
+    if limits:
+        prices, markup = None, 0
+        if any(limit.metric == "cost" for limit in limits):
+            prices, markup = await state.call_sink.price_of(
+                call.economy_id, call.model.provider, call.model.model
+            )
+        ask = enforce.Ask(
+            endpoint=call.endpoint,
+            prompt_tokens=prompt_estimate(call.body),
+            own_cap=enforce.own_cap(call.endpoint, call.body),
+            model_max=_model_max(call),
+            prices=prices,
+            markup_bps=markup,
+        )
+        call.hold, cap = await enforce.reserve(
+            state.write_transactions,
+            state.engine,
+            limits,
+            ask,
+            call_id=call.call_id,
+            call=record,
+            lease_seconds=state.settings.lease_seconds,
+        )
+        if cap is not None:
+            call.body[enforce.cap_field(call.endpoint)] = cap
+    if call.claim is not None and record is not None:
+        await state.idempotency.attach(call.claim, record)
+
+
+def limit_headers(call: PreparedCall) -> dict[str, str]:
+    return call.hold.headers if call.hold is not None else {}
+
+
+async def settle(
+    state: Any, call: PreparedCall, outcome: CallOutcome, stored: StoredResponse | None = None
+) -> None:
+    """The record, the limits' settlement and the idempotent answer (`stored`; None releases the key),
+    committed together; returns once they are."""
+    settlement = None
+    if call.hold is not None or call.claim is not None:
+        settlement = Settlement(
+            call_id=call.call_id if call.hold is not None else None,
+            limits=call.hold.limits if call.hold is not None else (),
+            claim=call.claim,
+            stored=stored,
+        )
+    try:
+        await state.call_sink.record(outcome, settlement)
+    finally:
+        if call.hold is not None:
+            await call.hold.stop()
+        if call.claim is not None:
+            await state.idempotency.forget(call.claim)

@@ -1,0 +1,299 @@
+"""Limits stop calls before the provider is called, cap answers to what a budget has left, and settle
+each call's hold into its actual usage (SPEC §13), over HTTP with the openai SDK."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import openai
+import pytest
+
+from tests.llm.conftest import Caller, make_caller, unique_model
+from tests.support.gateway import Gateway, User
+
+MESSAGES = [{"role": "user", "content": "Hello there, how are you?"}]
+# Per token: 150 nano-units in, 600 out (0.15 and 0.60 per million).
+PRICES = {"input_per_mtok": "0.15", "output_per_mtok": "0.60"}
+
+
+def add_limit(admin: User, **limit: Any) -> dict[str, Any]:
+    response = admin.client.post("/limits", json=limit)
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+def status(admin: User, limit_id: str) -> dict[str, Any]:
+    response = admin.client.get(f"/limits/{limit_id}/status")
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def economy_for(admin: User, caller: Caller, model: str, **extra: Any) -> str:
+    """A fresh economy pricing `model`, with the caller in it; returns its slug."""
+    slug = f"lim-{uuid.uuid4().hex[:10]}"
+    created = admin.client.post(
+        "/economies",
+        json={"slug": slug, "name": slug, "price_overrides": {f"openai/{model}": PRICES}, **extra},
+    )
+    assert created.status_code == 201, created.text
+    joined = admin.client.post(
+        f"/economies/{slug}/participants", json={"user_id": str(caller.user.id), "role": "member"}
+    )
+    assert joined.status_code in (200, 201), joined.text
+    return slug
+
+
+def sdk_for(caller: Caller, **headers: str) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=str(caller.sdk.base_url), api_key=caller.user.token, max_retries=0, default_headers=headers
+    )
+
+
+@pytest.fixture
+def admin(gateway: Gateway) -> User:
+    return gateway.user(role="Admin")
+
+
+@pytest.fixture
+def caller(gateway: Gateway, fake_provider: Any) -> Caller:
+    return make_caller(gateway, fake_provider, ("openai",))
+
+
+def test_a_requests_per_minute_limit_answers_429_with_retry_after_and_never_reaches_the_provider(
+    caller: Caller, admin: User, fake_provider: Any
+) -> None:
+    model = unique_model("rpm")
+    add_limit(
+        admin,
+        subject_type="user",
+        subject_id=str(caller.user.id),
+        metric="requests",
+        window="minute",
+        amount="2",
+    )
+    seen = []
+    for _ in range(2):
+        raw = caller.sdk.chat.completions.with_raw_response.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+        seen.append(raw.headers)
+    assert [h["x-ratelimit-limit-requests"] for h in seen] == ["2", "2"]
+    assert [h["x-ratelimit-remaining-requests"] for h in seen] == ["1", "0"]
+    assert seen[1]["x-ratelimit-reset-requests"].endswith("s")
+    with pytest.raises(openai.RateLimitError) as refused:
+        caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    error = refused.value
+    assert error.code == "rate_limit_exceeded"
+    assert 1 <= int(error.response.headers["retry-after"]) <= 60
+    assert len(fake_provider.received(model)) == 2
+
+
+def test_a_cost_limit_sets_the_output_cap_the_budget_affords_and_says_so(
+    caller: Caller, admin: User, fake_provider: Any
+) -> None:
+    model = unique_model("cap")
+    slug = economy_for(admin, caller, model)
+    economy_id = admin.client.get(f"/economies/{slug}").json()["id"]
+    # Prompt ≈ 25 chars → 7 tokens → 1,050 nano-units; 100,000 leaves room for ~164 output tokens.
+    limit = add_limit(
+        admin, subject_type="economy", subject_id=slug, metric="cost", window="month", amount="100000"
+    )
+    assert limit["subject_id"] == economy_id
+    sdk = sdk_for(caller, **{"X-Economy-Id": slug})
+    raw = sdk.chat.completions.with_raw_response.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    cap = int(raw.headers["x-switchboard-max-tokens"])
+    assert 100 < cap < 170
+    [sent] = fake_provider.received(model)
+    assert sent.body["max_completion_tokens"] == cap
+    remaining = int(raw.headers["x-switchboard-budget-remaining"])
+    assert 0 <= remaining < 100000
+    # Settled: the hold is gone and `used` is the record's cost (11 in, 7 out by the fake provider).
+    after = status(admin, limit["id"])
+    assert after["reserved"] == "0"
+    assert after["used"] == str(11 * 150 + 7 * 600)
+    assert int(after["remaining"]) == 100000 - (11 * 150 + 7 * 600)
+
+
+def test_a_spent_cost_limit_answers_402_budget_exceeded_naming_the_limit(
+    caller: Caller, admin: User, fake_provider: Any
+) -> None:
+    model = unique_model("spent")
+    slug = economy_for(admin, caller, model)
+    limit = add_limit(
+        admin, subject_type="economy", subject_id=slug, metric="cost", window="day", amount="500"
+    )
+    sdk = sdk_for(caller, **{"X-Economy-Id": slug})
+    with pytest.raises(openai.APIStatusError) as refused:
+        sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    assert refused.value.status_code == 402
+    body = refused.value.response.json()["error"]
+    assert (body["type"], body["code"], body["limit_id"]) == (
+        "insufficient_quota",
+        "budget_exceeded",
+        limit["id"],
+    )
+    assert body["resets_at"].endswith("T00:00:00+00:00")
+    assert fake_provider.received(model) == []
+    assert status(admin, limit["id"])["reserved"] == "0"
+
+
+def test_a_callers_own_cap_is_never_lowered_when_it_does_not_fit(
+    caller: Caller, admin: User, fake_provider: Any
+) -> None:
+    model = unique_model("own")
+    slug = economy_for(admin, caller, model)
+    add_limit(admin, subject_type="economy", subject_id=slug, metric="cost", window="month", amount="100000")
+    sdk = sdk_for(caller, **{"X-Economy-Id": slug})
+    with pytest.raises(openai.APIStatusError) as refused:
+        sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES, max_tokens=1000)  # type: ignore[arg-type]
+    assert refused.value.status_code == 402
+    raw = sdk.chat.completions.with_raw_response.create(
+        model=f"openai/{model}", messages=MESSAGES, max_tokens=50
+    )  # type: ignore[arg-type]
+    assert "x-switchboard-max-tokens" not in raw.headers
+    [sent] = fake_provider.received(model)
+    assert sent.body["max_tokens"] == 50 and "max_completion_tokens" not in sent.body
+
+
+def test_an_unpriced_model_under_a_cost_limit_is_refused_unless_the_limit_allows_it(
+    caller: Caller, admin: User, fake_provider: Any
+) -> None:
+    model = unique_model("unpriced")  # no price anywhere: not in the catalog, litellm or an override
+    limit = add_limit(
+        admin,
+        subject_type="user",
+        subject_id=str(caller.user.id),
+        metric="cost",
+        window="month",
+        amount="1000000",
+    )
+    with pytest.raises(openai.APIStatusError) as refused:
+        caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    assert refused.value.status_code == 402
+    assert refused.value.response.json()["error"]["code"] == "unpriced_model"
+    assert fake_provider.received(model) == []
+    changed = admin.client.patch(f"/limits/{limit['id']}", json={"allow_unpriced": True})
+    assert changed.status_code == 200, changed.text
+    answer = caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    assert answer.choices[0].message.content
+
+
+def test_a_tokens_limit_counts_prompt_and_answer_and_answers_429(
+    caller: Caller, admin: User, fake_provider: Any
+) -> None:
+    model = unique_model("tpm")
+    limit = add_limit(
+        admin, subject_type="user", subject_id=str(caller.user.id), metric="tokens", window="day", amount="40"
+    )
+    raw = caller.sdk.chat.completions.with_raw_response.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    assert raw.headers["x-ratelimit-limit-tokens"] == "40"
+    assert status(admin, limit["id"])["used"] == "18"  # 11 + 7, as the provider counted them
+    with pytest.raises(openai.RateLimitError):
+        caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES, max_tokens=100)  # type: ignore[arg-type]
+    assert len(fake_provider.received(model)) == 1
+
+
+def test_a_stream_holds_until_done_then_settles(caller: Caller, admin: User, fake_provider: Any) -> None:
+    model = unique_model("stream")
+    slug = economy_for(admin, caller, model)
+    limit = add_limit(
+        admin, subject_type="economy", subject_id=slug, metric="cost", window="total", amount="900000"
+    )
+    sdk = sdk_for(caller, **{"X-Economy-Id": slug})
+    fake_provider.script(model, reply="one two three four", chunk_delay=0.2)
+    with sdk.chat.completions.with_streaming_response.create(
+        model=f"openai/{model}", messages=MESSAGES, stream=True
+    ) as response:
+        assert int(response.headers["x-switchboard-budget-remaining"]) < 900000
+        lines = response.iter_lines()
+        next(lines)
+        assert int(status(admin, limit["id"])["reserved"]) > 0  # held while the answer streams
+        rest = list(lines)
+    assert "data: [DONE]" in rest
+    after = status(admin, limit["id"])
+    assert after["reserved"] == "0" and after["used"] == str(11 * 150 + 7 * 600)
+
+
+def test_a_limit_narrowed_to_another_economy_does_not_apply(
+    caller: Caller, admin: User, fake_provider: Any
+) -> None:
+    model = unique_model("narrow")
+    slug = economy_for(admin, caller, model)
+    add_limit(
+        admin,
+        subject_type="user",
+        subject_id=str(caller.user.id),
+        economy_id=slug,
+        metric="requests",
+        window="minute",
+        amount="0",
+    )
+    answer = caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    assert answer.choices
+    with pytest.raises(openai.RateLimitError):
+        sdk_for(caller, **{"X-Economy-Id": slug}).chat.completions.create(
+            model=f"openai/{model}",
+            messages=MESSAGES,  # type: ignore[arg-type]
+        )
+
+
+def test_an_api_key_limit_applies_to_calls_made_with_that_key(
+    gateway: Gateway, caller: Caller, admin: User, fake_provider: Any
+) -> None:
+    issued = caller.user.client.post("/auth/api-key/generate", json={"service_name": "limited"})
+    assert issued.status_code == 201, issued.text
+    key, key_id = issued.json()["api_key"], issued.json()["id"]
+    add_limit(admin, subject_type="api_key", subject_id=key_id, metric="requests", window="hour", amount="1")
+    model = unique_model("key")
+    keyed = openai.OpenAI(base_url=str(caller.sdk.base_url), api_key=key, max_retries=0)
+    keyed.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    with pytest.raises(openai.RateLimitError):
+        keyed.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    # The same user with a token is not that key.
+    caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    records = caller.user.client.get("/usage/me", params={"limit": 500}).json()["data"]
+    assert sum(1 for r in records if r["model"] == model) == 2
+
+
+def test_an_idempotent_replay_under_a_spent_limit_returns_the_stored_answer(
+    caller: Caller, admin: User, fake_provider: Any
+) -> None:
+    model = unique_model("replay")
+    limit = add_limit(
+        admin,
+        subject_type="user",
+        subject_id=str(caller.user.id),
+        metric="requests",
+        window="day",
+        amount="1",
+    )
+    headers = {"Idempotency-Key": uuid.uuid4().hex}
+    first = caller.sdk.chat.completions.create(
+        model=f"openai/{model}", messages=MESSAGES, extra_headers=headers
+    )  # type: ignore[arg-type]
+    again = caller.sdk.chat.completions.create(
+        model=f"openai/{model}", messages=MESSAGES, extra_headers=headers
+    )  # type: ignore[arg-type]
+    assert again.id == first.id
+    assert len(fake_provider.received(model)) == 1
+    assert status(admin, limit["id"])["used"] == "1"
+
+
+def test_a_new_limit_applies_to_the_next_call(caller: Caller, admin: User, fake_provider: Any) -> None:
+    model = unique_model("next")
+    caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    limit = add_limit(
+        admin,
+        subject_type="user",
+        subject_id=str(caller.user.id),
+        metric="requests",
+        window="day",
+        amount="1",
+    )
+    # `used` starts from the records already in the window.
+    assert status(admin, limit["id"])["used"] == "1"
+    with pytest.raises(openai.RateLimitError) as refused:
+        caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    assert refused.value.response.headers["retry-after"]
+    deleted = admin.client.delete(f"/limits/{limit['id']}")
+    assert deleted.status_code == 204
+    caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]

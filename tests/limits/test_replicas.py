@@ -1,0 +1,218 @@
+"""Limits hold across replicas, and a killed replica's calls are recovered once (SPEC §13).
+
+Two gateway processes share one database. The fake provider holds every admitted call until the
+test releases it, so which calls were admitted never depends on timing: all of a wave's calls are
+decided while the admitted ones still hold their reservation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from switchboard.auth.tokens import TokenCodec
+from tests.conftest import default_test_config
+from tests.metering.test_crash import gateway_process
+from tests.support import gateway as support
+from tests.support.databases import DatabaseFactory
+from tests.support.recorder import RECORDER
+
+PRICES = {"input_per_mtok": "0.15", "output_per_mtok": "0.60"}  # 150 and 600 nano-units a token
+# 44 characters of message text: the gateway's estimate (4 a token) is the fake provider's 11 tokens.
+MESSAGES = [{"role": "user", "content": "x" * 40}]
+MAX_TOKENS = 20
+HOLD = 11 * 150 + MAX_TOKENS * 600  # what each call reserves: 13,650
+ACTUAL = 11 * 150 + 7 * 600  # what each call costs (11 in, 7 out): 5,850
+AMOUNT = 10 * HOLD
+
+
+@contextmanager
+def two_replicas(
+    databases: DatabaseFactory, tmp_path: Path, config: dict[str, Any]
+) -> Iterator[tuple[list[Any], list[str]]]:
+    env = {
+        **os.environ,
+        "SWITCHBOARD_ENV": "development",
+        "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
+        "SWITCHBOARD_DATABASE_URL": asyncio.run(databases.create()),
+        "SWITCHBOARD_JWT_SECRET": support.TEST_JWT_SECRET,
+        "SWITCHBOARD_ENCRYPTION_KEYS": support.test_encryption_keys("k1"),
+        "SWITCHBOARD_CONFIG": str(support.write_config(tmp_path, config)),
+        "SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "true",
+        "SWITCHBOARD_LOG_LEVEL": "WARNING",
+        "SWITCHBOARD_LEASE_SECONDS": "3",
+    }
+    with ExitStack() as stack:
+        first = stack.enter_context(gateway_process(env, tmp_path / "a.log"))
+        second = stack.enter_context(gateway_process(env, tmp_path / "b.log"))
+        yield [first[0], second[0]], [first[1], second[1]]
+
+
+def priced_config(fake_provider: Any, models: list[str]) -> dict[str, Any]:
+    config = default_test_config(fake_provider.base_url)
+    overrides = {f"openai/{model}": PRICES for model in models}
+    config["economies"] = [{"slug": "default", "name": "Default", "price_overrides": overrides}]
+    return config
+
+
+def tokens() -> tuple[str, str]:
+    codec = TokenCodec(support.TEST_JWT_SECRET, support.TEST_AUDIENCE)
+    return codec.mint(sub=uuid.uuid4(), role="User"), codec.mint(sub=uuid.uuid4(), role="Admin")
+
+
+def setup_caller(url: str, user: str, admin: str, fake_provider: Any, limit: dict[str, Any]) -> str:
+    secret = RECORDER.remember_secret(f"sk-limits-{uuid.uuid4().hex}")
+    created = httpx.post(
+        f"{url}/llm-credentials",
+        headers={"authorization": f"Bearer {user}"},
+        json={"provider": "openai", "secret": secret, "base_url": f"{fake_provider.base_url}/v1"},
+    )
+    assert created.status_code == 201, created.text
+    added = httpx.post(f"{url}/limits", headers={"authorization": f"Bearer {admin}"}, json=limit)
+    assert added.status_code == 201, added.text
+    return str(added.json()["id"])
+
+
+def limit_status(url: str, admin: str, limit_id: str) -> dict[str, Any]:
+    response = httpx.get(f"{url}/limits/{limit_id}/status", headers={"authorization": f"Bearer {admin}"})
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+async def wave(urls: list[str], user: str, model: str, calls: int, fake_provider: Any) -> dict[int, int]:
+    """`calls` concurrent calls spread over the replicas; returns how many ended with each status."""
+    body = {"model": f"openai/{model}", "messages": MESSAGES, "max_tokens": MAX_TOKENS}
+    clients = [
+        httpx.AsyncClient(base_url=url, headers={"authorization": f"Bearer {user}"}, timeout=60)
+        for url in urls
+    ]
+    try:
+        tasks = [
+            asyncio.create_task(clients[i % len(clients)].post("/v1/chat/completions", json=body))
+            for i in range(calls)
+        ]
+        # Every call is decided once each has been refused or has reached the (holding) provider.
+        deadline = time.monotonic() + 60
+        while sum(t.done() for t in tasks) + len(fake_provider.received(model)) < calls:
+            assert time.monotonic() < deadline, "the calls were never all decided"
+            await asyncio.sleep(0.05)
+        admitted_while_held = len(fake_provider.received(model))
+        fake_provider.release(model)
+        responses = await asyncio.gather(*tasks)
+    finally:
+        for client in clients:
+            await client.aclose()
+    counts: dict[int, int] = {}
+    for response in responses:
+        counts[response.status_code] = counts.get(response.status_code, 0) + 1
+        if response.status_code == 402:
+            assert response.json()["error"]["code"] == "budget_exceeded"
+    assert counts.get(200, 0) == admitted_while_held
+    return counts
+
+
+def test_forty_concurrent_calls_on_two_replicas_spend_exactly_what_the_limit_allows(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
+) -> None:
+    first, second = f"wave1-{uuid.uuid4().hex[:8]}", f"wave2-{uuid.uuid4().hex[:8]}"
+    for model in (first, second):
+        fake_provider.script(model, held=True)
+    user, admin = tokens()
+    limit = {"subject_type": "economy", "subject_id": "default", "metric": "cost", "window": "month"}
+    with two_replicas(databases, tmp_path, priced_config(fake_provider, [first, second])) as (_, urls):
+        limit_id = setup_caller(urls[0], user, admin, fake_provider, {**limit, "amount": str(AMOUNT)})
+        time.sleep(0)  # the second replica learns of the limit within its refresh (at most 2 s):
+        deadline = time.monotonic() + 10
+        while (
+            httpx.get(
+                f"{urls[1]}/limits/{limit_id}", headers={"authorization": f"Bearer {admin}"}
+            ).status_code
+            != 200
+        ):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(2.5)  # one refresh period (2 s) of the second replica's limits
+        counts = asyncio.run(wave(urls, user, first, 40, fake_provider))
+        assert counts == {200: 10, 402: 30}  # every call that fit, and no other
+        after_first = limit_status(urls[1], admin, limit_id)
+        assert (after_first["used"], after_first["reserved"]) == (str(10 * ACTUAL), "0")
+
+        counts = asyncio.run(wave(urls, user, second, 40, fake_provider))
+        left = AMOUNT - 10 * ACTUAL
+        assert counts == {200: left // HOLD, 402: 40 - left // HOLD}
+        settled = limit_status(urls[0], admin, limit_id)
+        assert int(settled["used"]) == (10 + left // HOLD) * ACTUAL <= AMOUNT
+        assert settled["reserved"] == "0"
+
+
+def test_keyed_calls_on_a_killed_replica_are_recorded_once_ok_and_once_abandoned(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
+) -> None:
+    model = f"killed-{uuid.uuid4().hex[:8]}"
+    fake_provider.script(model, held=True)
+    user, admin = tokens()
+    limit = {"subject_type": "economy", "subject_id": "default", "metric": "cost", "window": "total"}
+    keys = [f"key-{i}-{uuid.uuid4().hex[:8]}" for i in range(6)]
+    with two_replicas(databases, tmp_path, priced_config(fake_provider, [model])) as (processes, urls):
+        limit_id = setup_caller(urls[0], user, admin, fake_provider, {**limit, "amount": "100000000"})
+
+        async def in_flight_then_kill() -> None:
+            async with httpx.AsyncClient(
+                base_url=urls[0], headers={"authorization": f"Bearer {user}"}, timeout=60
+            ) as client:
+                calls = [
+                    asyncio.create_task(
+                        client.post(
+                            "/v1/chat/completions",
+                            json={"model": f"openai/{model}", "messages": MESSAGES, "stream": i % 2 == 1},
+                            headers={"idempotency-key": key},
+                        )
+                    )
+                    for i, key in enumerate(keys)
+                ]
+                deadline = time.monotonic() + 60
+                while len(fake_provider.received(model)) < len(keys):
+                    early = [t.result().text for t in calls if t.done() and not t.exception()]
+                    assert not early and time.monotonic() < deadline, (
+                        f"the calls never reached the provider: {early}"
+                    )
+                    await asyncio.sleep(0.05)
+                os.kill(processes[0].pid, signal.SIGKILL)
+                results = await asyncio.gather(*calls, return_exceptions=True)
+                assert all(isinstance(r, httpx.TransportError) for r in results)
+
+        asyncio.run(in_flight_then_kill())
+        assert processes[0].wait(timeout=10) == -signal.SIGKILL
+        assert int(limit_status(urls[1], admin, limit_id)["reserved"]) > 0
+        fake_provider.release(model)
+        headers = {"authorization": f"Bearer {user}"}
+        for i, key in enumerate(keys):
+            deadline = time.monotonic() + 60
+            while True:  # 409 until the dead call's lease (3 s) runs out and recovery frees the key
+                response = httpx.post(
+                    f"{urls[1]}/v1/chat/completions",
+                    json={"model": f"openai/{model}", "messages": MESSAGES, "stream": i % 2 == 1},
+                    headers={**headers, "idempotency-key": key},
+                    timeout=60,
+                )
+                if response.status_code != 409:
+                    break
+                assert time.monotonic() < deadline, "the dead call's key was never freed"
+                time.sleep(0.2)
+            assert response.status_code == 200, response.text
+        records = httpx.get(f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+        final = limit_status(urls[1], admin, limit_id)
+    for key in keys:
+        mine = sorted((r["status"], r["error_code"]) for r in records if r["idempotency_key"] == key)
+        assert mine == [("abandoned", "gateway_crashed"), ("ok", None)], (key, mine)
+    assert final["reserved"] == "0"
+    assert final["used"] == str(len(keys) * ACTUAL)
