@@ -89,7 +89,9 @@ def _routers() -> list[object]:
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
-    engine = await open_database(settings.database_url, migrate=settings.migrate_on_start)
+    engine = await open_database(
+        settings.database_url, migrate=settings.migrate_on_start, pool_size=settings.database_pool_size
+    )
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     # SQLite is a local file: it does not go away. PostgreSQL is watched (db/outage.py).

@@ -63,6 +63,8 @@ class Settings:
     upstream_first_byte_timeout: float = 120.0
     upstream_idle_timeout: float = 60.0
     idempotency_ttl_seconds: int = 24 * 3600
+    # PostgreSQL connections each process keeps open when idle (more open under load, up to twice this).
+    database_pool_size: int = 20
     # A running call renews its idempotency claim and limit holds every third of this; a dead
     # replica's are recovered (an `abandoned` record, the key and the reservation freed) once it ends.
     lease_seconds: float = 30.0
@@ -253,6 +255,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         upstream_idle_timeout=number("UPSTREAM_IDLE_TIMEOUT", 60.0),
         idempotency_ttl_seconds=int(number("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)),
         lease_seconds=number("LEASE_SECONDS", 30.0),
+        database_pool_size=max(1, int(number("DATABASE_POOL_SIZE", 20))),
         usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
         migrate_on_start=_bool(get("MIGRATE_ON_START"), default=True),
         debug=_bool(get("DEBUG")),

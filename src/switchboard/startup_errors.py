@@ -110,13 +110,13 @@ def explain(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {_first_line(exc)} ({DEBUG_HINT})"
 
 
-async def open_database(url: str, *, migrate: bool) -> AsyncEngine:
+async def open_database(url: str, *, migrate: bool, pool_size: int | None = None) -> AsyncEngine:
     """The app's engine, migrated when asked; a URL or connection problem is a StartupError."""
     from switchboard.db.engine import make_engine
     from switchboard.db.migrate import MigrationError, upgrade
 
     try:
-        engine = make_engine(url)
+        engine = make_engine(url, **({"pool_size": pool_size} if pool_size and "sqlite" not in url else {}))
     except Exception as exc:
         raise StartupError(database_problem(exc, url)) from exc
     if migrate:

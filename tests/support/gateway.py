@@ -108,6 +108,8 @@ def build_settings(
         "SWITCHBOARD_AUTH_URL": "https://auth.example.test",
         "SWITCHBOARD_LOG_LEVEL": "WARNING",
         "SWITCHBOARD_GIT_SHA": "testsha",
+        # The suite keeps dozens of gateways open on one PostgreSQL server: each keeps few idle.
+        "SWITCHBOARD_DATABASE_POOL_SIZE": "2",
     }
     base.update(env or {})
     return load_settings(base)

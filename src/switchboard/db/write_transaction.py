@@ -12,8 +12,9 @@ The body of an inline transaction must not wait on anything (it holds SQLite's o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -63,6 +64,7 @@ class WriteTransactions:
         self._sync: Engine | None = None
         self._inline: Connection | None = None
         self._inline_lock = asyncio.Lock()
+        self._row_locks: dict[object, asyncio.Lock] = {}
         if engine.dialect.name == "sqlite":
             self._sync = make_sync_sqlite_engine(engine.url.render_as_string(hide_password=False))
 
@@ -125,6 +127,21 @@ class WriteTransactions:
                     return
         async with self._engine.begin() as conn:
             yield conn
+
+    @asynccontextmanager
+    async def rows_locked_here(self, keys: Iterable[object]) -> AsyncIterator[None]:
+        """This process's turn at rows the transaction will lock (in `keys`' sorted order).
+
+        Callers of one process queue here rather than in the database: on PostgreSQL each waiter
+        there would hold a connection of its own for as long as the row lock is held before it.
+        """
+        async with contextlib.AsyncExitStack() as stack:
+            for key in sorted(set(keys)):  # type: ignore[type-var]
+                lock = self._row_locks.get(key)
+                if lock is None:
+                    lock = self._row_locks[key] = asyncio.Lock()
+                await stack.enter_async_context(lock)
+            yield
 
     def close(self) -> None:
         self._drop_inline()

@@ -284,15 +284,17 @@ class IdempotencyStore:
                 .values(call=call)
             )
 
-    async def dead_calls(self, now: datetime, batch: int = 100) -> list[tuple[Claim, dict[str, Any]]]:
+    @staticmethod
+    async def dead_calls(
+        conn: AsyncConnection, now: datetime, batch: int = 100
+    ) -> list[tuple[Claim, dict[str, Any]]]:
         """Model calls whose executor stopped renewing the lease: their replica died."""
-        async with self._engine.connect() as conn:
-            rows = await conn.execute(
-                select(_T.c.scope, _T.c.key, _T.c.claim, _T.c.call)
-                .where(_T.c.state == IN_FLIGHT, _T.c.lease_until <= now, _T.c.call.is_not(None))
-                .limit(batch)
-            )
-            return [(Claim(scope=r.scope, key=r.key, token=r.claim), r.call) for r in rows]
+        rows = await conn.execute(
+            select(_T.c.scope, _T.c.key, _T.c.claim, _T.c.call)
+            .where(_T.c.state == IN_FLIGHT, _T.c.lease_until <= now, _T.c.call.is_not(None))
+            .limit(batch)
+        )
+        return [(Claim(scope=r.scope, key=r.key, token=r.claim), r.call) for r in rows if r.call is not None]
 
     async def forget(self, claim: Claim) -> None:
         """The claim was settled elsewhere (the usage writer's transaction): stop renewing it."""

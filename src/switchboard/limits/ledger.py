@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.elements import BindParameter
 
 from switchboard.db.upsert import insert_for
@@ -195,9 +195,10 @@ async def reserve(
 
     One transaction under the limits' locks: no other call can take the same remaining amount.
     """
-    now = utcnow()
-    async with transactions.begin() as conn:
-        await lock_limits(conn, (limit.id for limit in limits))
+    ids = [limit.id for limit in limits]
+    async with transactions.rows_locked_here(ids), transactions.begin() as conn:
+        now = utcnow()
+        await lock_limits(conn, ids)
         used = await _used(conn, limits, now, create_missing=True)
         reserved = await _reserved(conn, [limit.id for limit in limits], now)
         needs = plan([Standing(limit, used[limit.id], reserved.get(limit.id, 0)) for limit in limits])
@@ -238,16 +239,15 @@ async def release_dead_holds(conn: LedgerConnection, call_id: str, now: datetime
 
 
 async def dead_calls(
-    engine: AsyncEngine, now: datetime, batch: int = 100
+    conn: AsyncConnection, now: datetime, batch: int = 100
 ) -> list[tuple[str, dict[str, Any] | None]]:
     """Calls whose holds' lease ran out: their replica died (or lost the database for a lease)."""
-    async with engine.connect() as conn:
-        rows = await conn.execute(
-            select(_HOLDS.c.call_id, _HOLDS.c.call).where(_HOLDS.c.lease_until <= now).limit(batch)
-        )
-        found: dict[str, dict[str, Any] | None] = {}
-        for call_id, call in rows:
-            found.setdefault(call_id, call)
+    rows = await conn.execute(
+        select(_HOLDS.c.call_id, _HOLDS.c.call).where(_HOLDS.c.lease_until <= now).limit(batch)
+    )
+    found: dict[str, dict[str, Any] | None] = {}
+    for call_id, call in rows:
+        found.setdefault(call_id, call)
     return list(found.items())
 
 

@@ -1,26 +1,22 @@
 """Every limit, in memory on each process, indexed by subject: a call with none pays a dict lookup.
 
-Reloaded every `REFRESH_SECONDS` (a change on another replica applies within that) and before the
-next call after a change on this process.
+Reloaded every 2 s by the pipeline's upkeep (llm/upkeep.py), so a change on another
+replica applies within that, and before the next call after a change on this process.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import uuid
 from collections import defaultdict
 from typing import cast
 
 from sqlalchemy import Table, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from switchboard.limits.models import LimitRow
 from switchboard.limits.rules import Limit, parse_amount
 
-log = logging.getLogger("switchboard.limits")
 _T = cast(Table, LimitRow.__table__)
-REFRESH_SECONDS = 2.0
 
 
 def limit_of(row: object) -> Limit | None:
@@ -43,30 +39,22 @@ def limit_of(row: object) -> Limit | None:
 class LimitRegistry:
     """`app.state.limits`."""
 
-    def __init__(self, engine: AsyncEngine, refresh_seconds: float = REFRESH_SECONDS) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._refresh_seconds = refresh_seconds
         self._by_subject: dict[tuple[str, str], tuple[Limit, ...]] = {}
         self._by_id: dict[uuid.UUID, Limit] = {}
         self._stale = True
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        await self.reload()
-        self._task = asyncio.create_task(self._refresh_forever(), name="limits-refresh")
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
 
     def changed(self) -> None:
         """A limit was written on this process: the next call reloads first."""
         self._stale = True
 
-    async def reload(self) -> None:
-        async with self._engine.connect() as conn:
+    async def reload(self, conn: AsyncConnection | None = None) -> None:
+        """Every limit, read afresh; on `conn` when the caller has one checked out already."""
+        if conn is None:
+            async with self._engine.connect() as own:
+                rows = (await own.execute(select(_T))).all()
+        else:
             rows = (await conn.execute(select(_T))).all()
         by_subject: dict[tuple[str, str], list[Limit]] = defaultdict(list)
         by_id: dict[uuid.UUID, Limit] = {}
@@ -78,14 +66,6 @@ class LimitRegistry:
         self._by_subject = {key: tuple(value) for key, value in by_subject.items()}
         self._by_id = by_id
         self._stale = False
-
-    async def _refresh_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self._refresh_seconds)
-            try:
-                await self.reload()
-            except Exception:
-                log.warning("reloading limits failed; keeping the ones loaded", exc_info=True)
 
     async def applying(
         self,

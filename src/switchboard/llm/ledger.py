@@ -1,5 +1,5 @@
 """A model call's place in the ledger: its limit holds before the provider is called, and the one
-settlement every ending goes through (success, error, cancel; crash recovery in llm/recovery.py).
+settlement every ending goes through (success, error, cancel; crash recovery in llm/upkeep.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The model-call pipeline at start: the limits every call is checked against, and crash recovery."""
+"""The model-call pipeline at start: the limits every call is checked against, and its upkeep."""
 
 from __future__ import annotations
 
@@ -8,26 +8,21 @@ import contextlib
 from fastapi import FastAPI
 
 from switchboard.limits.registry import LimitRegistry
-from switchboard.llm.recovery import sweep_forever
-
-# Dead calls are looked for this often, or more often when leases are short (tests).
-SWEEP_SECONDS = 2.0
+from switchboard.llm.upkeep import UPKEEP_SECONDS, upkeep_forever
 
 
 async def startup(app: FastAPI) -> None:
     registry = LimitRegistry(app.state.engine)
-    await registry.start()
+    await registry.reload()
     app.state.limits = registry
-    interval = min(SWEEP_SECONDS, app.state.settings.lease_seconds / 3)
-    app.state.recovery = asyncio.create_task(sweep_forever(app.state, interval), name="call-recovery")
+    # Short leases (tests) are recovered sooner.
+    interval = min(UPKEEP_SECONDS, app.state.settings.lease_seconds / 3)
+    app.state.upkeep = asyncio.create_task(upkeep_forever(app.state, interval), name="pipeline-upkeep")
 
 
 async def shutdown(app: FastAPI) -> None:
-    task: asyncio.Task[None] | None = getattr(app.state, "recovery", None)
+    task: asyncio.Task[None] | None = getattr(app.state, "upkeep", None)
     if task is not None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-    registry: LimitRegistry | None = getattr(app.state, "limits", None)
-    if registry is not None:
-        await registry.close()
