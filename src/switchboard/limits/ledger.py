@@ -32,17 +32,44 @@ _HOLDS = cast(Table, LimitHoldRow.__table__)
 _RECORDS = cast(Table, UsageRecordRow.__table__)
 
 # Built once: constructing a statement (and its cache key) costs more than running it on SQLite.
-_IDS: BindParameter[Any] = bindparam("ids", expanding=True)
-_LOCK_FOR_UPDATE = select(_LIMITS.c.id).where(_LIMITS.c.id.in_(_IDS)).order_by(_LIMITS.c.id).with_for_update()
-_LOCK_BY_WRITING = update(_LIMITS).where(_LIMITS.c.id.in_(_IDS)).values(id=_LIMITS.c.id)
-_COUNTERS = select(_USAGE).where(_USAGE.c.limit_id.in_(_IDS))
-_HELD = (
-    select(_HOLDS.c.limit_id, func.sum(_HOLDS.c.amount))
-    .where(_HOLDS.c.limit_id.in_(_IDS), _HOLDS.c.lease_until > bindparam("b_now"))
-    .group_by(_HOLDS.c.limit_id)
-)
+# Statements over a few limits are built per number of limits, with one parameter each: an
+# expanding IN would be rendered again at every execution.
+
+
+def _ids(count: int) -> list[BindParameter[Any]]:
+    return [bindparam(f"id{index}", type_=_LIMITS.c.id.type) for index in range(count)]
+
+
+def _by_id(ids: Sequence[uuid.UUID]) -> dict[str, Any]:
+    return {f"id{index}": value for index, value in enumerate(ids)}
+
+
+@functools.cache
+def _lock_for_update(count: int) -> Any:
+    return select(_LIMITS.c.id).where(_LIMITS.c.id.in_(_ids(count))).order_by(_LIMITS.c.id).with_for_update()
+
+
+@functools.cache
+def _lock_by_writing(count: int) -> Any:
+    return update(_LIMITS).where(_LIMITS.c.id.in_(_ids(count))).values(id=_LIMITS.c.id)
+
+
+@functools.cache
+def _counters(count: int) -> Any:
+    return select(_USAGE).where(_USAGE.c.limit_id.in_(_ids(count)))
+
+
+@functools.cache
+def _held(count: int) -> Any:
+    return (
+        select(_HOLDS.c.limit_id, func.sum(_HOLDS.c.amount))
+        .where(_HOLDS.c.limit_id.in_(_ids(count)), _HOLDS.c.lease_until > bindparam("b_now"))
+        .group_by(_HOLDS.c.limit_id)
+    )
+
+
 _ADD_HOLDS = _HOLDS.insert()
-_RELEASE = delete(_HOLDS).where(_HOLDS.c.call_id.in_(bindparam("calls", expanding=True)))
+_RELEASE = delete(_HOLDS).where(_HOLDS.c.call_id == bindparam("b_call"))
 _RELEASE_DEAD = delete(_HOLDS).where(
     _HOLDS.c.call_id == bindparam("b_call"), _HOLDS.c.lease_until <= bindparam("b_now")
 )
@@ -110,10 +137,10 @@ async def lock_limits(conn: LedgerConnection, ids: Iterable[uuid.UUID]) -> None:
     if not ordered or isinstance(conn, InlineConnection):
         return  # an inline transaction began IMMEDIATE: it holds SQLite's write lock already
     if conn.dialect.name == "postgresql":
-        await conn.execute(_LOCK_FOR_UPDATE, {"ids": ordered})
+        await conn.execute(_lock_for_update(len(ordered)), _by_id(ordered))
     else:
         # A write first: SQLite's write lock is taken now, before anything is read.
-        await conn.execute(_LOCK_BY_WRITING, {"ids": ordered})
+        await conn.execute(_lock_by_writing(len(ordered)), _by_id(ordered))
 
 
 def _subject_filter(limit: Limit) -> list[Any]:
@@ -149,7 +176,7 @@ async def _used(
 ) -> dict[uuid.UUID, int]:
     rows = {
         (row.limit_id, row.window_start): row
-        for row in await conn.execute(_COUNTERS, {"ids": [limit.id for limit in limits]})
+        for row in await conn.execute(_counters(len(limits)), _by_id([limit.id for limit in limits]))
     }
     used: dict[uuid.UUID, int] = {}
     for limit in limits:
@@ -175,7 +202,7 @@ async def _used(
 
 
 async def _reserved(conn: LedgerConnection, ids: Sequence[uuid.UUID], now: datetime) -> dict[uuid.UUID, int]:
-    rows: list[Any] = list(await conn.execute(_HELD, {"ids": list(ids), "b_now": now}))
+    rows: list[Any] = list(await conn.execute(_held(len(ids)), {**_by_id(ids), "b_now": now}))
     return {row[0]: int(row[1] or 0) for row in rows}
 
 
@@ -227,9 +254,8 @@ async def renew_holds(engine: AsyncEngine, call_id: str, lease_seconds: float) -
         )
 
 
-async def release_holds(conn: LedgerConnection, call_ids: Sequence[str]) -> None:
-    if call_ids:
-        await conn.execute(_RELEASE, {"calls": list(call_ids)})
+async def release_holds(conn: LedgerConnection, call_id: str) -> None:
+    await conn.execute(_RELEASE, {"b_call": call_id})
 
 
 async def release_dead_holds(conn: LedgerConnection, call_id: str, now: datetime) -> bool:
@@ -263,7 +289,7 @@ async def count(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
         ids = list({actual.limit.id for actual in rolling})
         rows = {
             row.limit_id: row
-            for row in await conn.execute(_COUNTERS, {"ids": ids})
+            for row in await conn.execute(_counters(len(ids)), _by_id(ids))
             if row.window_start == EPOCH
         }
         debts: dict[uuid.UUID, int] = {}

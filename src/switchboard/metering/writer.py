@@ -399,7 +399,7 @@ class UsageWriter:
                 if settlement is None:
                     continue
                 if settlement.call_id is not None:
-                    await ledger.release_holds(conn, [settlement.call_id])
+                    await ledger.release_holds(conn, settlement.call_id)
                 if settlement.claim is not None and self._idempotency is not None:
                     if settlement.stored is not None:
                         await self._idempotency.complete_in(conn, settlement.claim, settlement.stored)
