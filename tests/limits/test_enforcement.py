@@ -3,10 +3,13 @@ each call's hold into its actual usage (SPEC §13), over HTTP with the openai SD
 
 from __future__ import annotations
 
+import socket
+import time
 import uuid
 from typing import Any
 
 import openai
+import orjson
 import pytest
 
 from tests.llm.conftest import Caller, make_caller, unique_model
@@ -297,3 +300,32 @@ def test_a_new_limit_applies_to_the_next_call(caller: Caller, admin: User, fake_
     deleted = admin.client.delete(f"/limits/{limit['id']}")
     assert deleted.status_code == 204
     caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+
+
+def test_a_client_that_leaves_frees_its_reservation_within_five_seconds(
+    caller: Caller, admin: User, fake_provider: Any
+) -> None:
+    model = unique_model("leave")
+    slug = economy_for(admin, caller, model)
+    limit = add_limit(
+        admin, subject_type="economy", subject_id=slug, metric="cost", window="total", amount="900000"
+    )
+    fake_provider.script(model, held=True)  # the provider never answers while the client waits
+    payload = orjson.dumps({"model": f"openai/{model}", "messages": MESSAGES, "stream": True})
+    host, port = str(caller.sdk.base_url).removeprefix("http://").split("/")[0].split(":")
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host}\r\nauthorization: Bearer {caller.user.token}\r\n"
+        f"x-economy-id: {slug}\r\ncontent-type: application/json\r\ncontent-length: {len(payload)}\r\n\r\n"
+    )
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(head.encode() + payload)
+        deadline = time.monotonic() + 10
+        while not fake_provider.received(model):
+            assert time.monotonic() < deadline, "the call never reached the provider"
+            time.sleep(0.02)
+        assert int(status(admin, limit["id"])["reserved"]) > 0
+    left = time.monotonic()  # the client hung up without an answer
+    while status(admin, limit["id"])["reserved"] != "0":
+        assert time.monotonic() - left < 5, "the reservation outlived the client by 5 s"
+        time.sleep(0.05)
+    fake_provider.release(model)
