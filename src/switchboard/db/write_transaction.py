@@ -16,13 +16,13 @@ import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.engine import CursorResult, Dialect
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from switchboard.db.driver_statements import DriverStatements
 from switchboard.db.engine import make_sync_sqlite_engine
 
 # Pauses between attempts at SQLite's write lock before waiting for it in a thread (aiosqlite).
@@ -30,30 +30,35 @@ INLINE_RETRY_PAUSES = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016)
 
 
 class InlineConnection:
-    """The part of `AsyncConnection` the ledger uses, over a blocking connection."""
+    """The part of `AsyncConnection` the ledger uses, over a blocking connection.
 
-    def __init__(self, connection: Connection) -> None:
+    Statements marked `driver_ready` go straight to the sqlite3 connection (db/driver_statements.py);
+    any other through SQLAlchemy, on the same connection and transaction.
+    """
+
+    def __init__(self, connection: Connection, statements: DriverStatements) -> None:
         self._connection = connection
+        self._statements = statements
 
     @property
     def dialect(self) -> Dialect:
         return self._connection.dialect
 
-    async def execute(self, statement: Any, parameters: Any = None) -> CursorResult[Any]:
-        return self._connection.execute(statement, parameters)
+    async def execute(self, statement: Any, parameters: Any = None) -> Any:
+        prepared = self._statements.get(statement)
+        if prepared is None:
+            return self._connection.execute(statement, parameters)
+        return prepared.run(_driver(self._connection), parameters)
 
     async def scalar(self, statement: Any, parameters: Any = None) -> Any:
-        return self._connection.scalar(statement, parameters)
+        return (await self.execute(statement, parameters)).scalar()
 
 
 LedgerConnection = AsyncConnection | InlineConnection
 
 
-def _busy(error: OperationalError) -> bool:
-    original = error.orig
-    return isinstance(original, sqlite3.OperationalError) and (
-        original.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
-    )
+def _driver(connection: Connection) -> sqlite3.Connection:
+    return cast(sqlite3.Connection, connection.connection.driver_connection)
 
 
 class WriteTransactions:
@@ -67,6 +72,7 @@ class WriteTransactions:
         self._row_locks: dict[object, asyncio.Lock] = {}
         if engine.dialect.name == "sqlite":
             self._sync = make_sync_sqlite_engine(engine.url.render_as_string(hide_password=False))
+            self._statements = DriverStatements(self._sync.dialect)
 
     def _inline_connection(self) -> Connection:
         if self._inline is None:
@@ -86,9 +92,9 @@ class WriteTransactions:
         """The inline connection inside BEGIN IMMEDIATE, or None while another connection writes."""
         connection = self._inline_connection()
         try:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
-        except OperationalError as error:
-            if not _busy(error):
+            _driver(connection).execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
                 self._drop_inline()
                 raise
             return None
@@ -112,15 +118,15 @@ class WriteTransactions:
                 connection = await self._inline_begin()
                 if connection is not None:
                     try:
-                        yield InlineConnection(connection)
+                        yield InlineConnection(connection, self._statements)
                     except BaseException:
                         try:
-                            connection.exec_driver_sql("ROLLBACK")
+                            _driver(connection).execute("ROLLBACK")
                         except Exception:
                             self._drop_inline()  # closing it rolls the transaction back
                         raise
                     try:
-                        connection.exec_driver_sql("COMMIT")
+                        _driver(connection).execute("COMMIT")
                     except BaseException:
                         self._drop_inline()
                         raise

@@ -15,6 +15,7 @@ import orjson
 from sqlalchemy import Table, bindparam, delete, null, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from switchboard.db.driver_statements import driver_ready
 from switchboard.db.upsert import insert_for
 from switchboard.db.write_transaction import LedgerConnection
 from switchboard.errors import BadRequest, Conflict, IdempotencyConflict, SwitchboardError
@@ -83,7 +84,7 @@ _THIS_CLAIM = (
     & (_T.c.key == bindparam("b_key"))
     & (_T.c.claim == bindparam("b_token"))
 )
-_COMPLETE = (
+_COMPLETE = driver_ready(
     update(_T)
     .where(_THIS_CLAIM)
     .values(
@@ -96,8 +97,10 @@ _COMPLETE = (
         call=null(),
     )
 )
-_RELEASE = delete(_T).where(_THIS_CLAIM)
-_RELEASE_DEAD = delete(_T).where(_THIS_CLAIM, _T.c.state == IN_FLIGHT, _T.c.lease_until <= bindparam("b_now"))
+_RELEASE = driver_ready(delete(_T).where(_THIS_CLAIM))
+_RELEASE_DEAD = driver_ready(
+    delete(_T).where(_THIS_CLAIM, _T.c.state == IN_FLIGHT, _T.c.lease_until <= bindparam("b_now"))
+)
 
 
 def check_key(value: str) -> str:

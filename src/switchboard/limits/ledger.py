@@ -19,6 +19,7 @@ from sqlalchemy import Table, bindparam, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.elements import BindParameter
 
+from switchboard.db.driver_statements import driver_ready
 from switchboard.db.upsert import insert_for
 from switchboard.db.write_transaction import InlineConnection, LedgerConnection, WriteTransactions
 from switchboard.kit.clock import utcnow
@@ -56,22 +57,22 @@ def _lock_by_writing(count: int) -> Any:
 
 @functools.cache
 def _counters(count: int) -> Any:
-    return select(_USAGE).where(_USAGE.c.limit_id.in_(_ids(count)))
+    return driver_ready(select(_USAGE).where(_USAGE.c.limit_id.in_(_ids(count))))
 
 
 @functools.cache
 def _held(count: int) -> Any:
-    return (
+    return driver_ready(
         select(_HOLDS.c.limit_id, func.sum(_HOLDS.c.amount))
         .where(_HOLDS.c.limit_id.in_(_ids(count)), _HOLDS.c.lease_until > bindparam("b_now"))
         .group_by(_HOLDS.c.limit_id)
     )
 
 
-_ADD_HOLDS = _HOLDS.insert()
-_RELEASE = delete(_HOLDS).where(_HOLDS.c.call_id == bindparam("b_call"))
-_RELEASE_DEAD = delete(_HOLDS).where(
-    _HOLDS.c.call_id == bindparam("b_call"), _HOLDS.c.lease_until <= bindparam("b_now")
+_ADD_HOLDS = driver_ready(_HOLDS.insert())
+_RELEASE = driver_ready(delete(_HOLDS).where(_HOLDS.c.call_id == bindparam("b_call")))
+_RELEASE_DEAD = driver_ready(
+    delete(_HOLDS).where(_HOLDS.c.call_id == bindparam("b_call"), _HOLDS.c.lease_until <= bindparam("b_now"))
 )
 _RENEW = (
     update(_HOLDS)
@@ -99,7 +100,7 @@ def _counter_upserts(dialect: str) -> tuple[Any, Any]:
         index_elements=["limit_id", "window_start"],
         set_={"used": put.excluded.used, "updated_at": put.excluded.updated_at},
     )
-    return add, put
+    return driver_ready(add), driver_ready(put)
 
 
 @dataclass(frozen=True)
@@ -239,9 +240,9 @@ async def reserve(
                     "limit_id": limit_id,
                     "amount": amount,
                     "lease_until": lease_until,
-                    "call": call,
+                    "call": call if index == 0 else None,  # recovery needs it once per call
                 }
-                for limit_id, amount in needs.items()
+                for index, (limit_id, amount) in enumerate(needs.items())
             ],
         )
     return needs
@@ -269,11 +270,16 @@ async def dead_calls(
 ) -> list[tuple[str, dict[str, Any] | None]]:
     """Calls whose holds' lease ran out: their replica died (or lost the database for a lease)."""
     rows = await conn.execute(
-        select(_HOLDS.c.call_id, _HOLDS.c.call).where(_HOLDS.c.lease_until <= now).limit(batch)
+        # A call's holds together: only one of them carries its record.
+        select(_HOLDS.c.call_id, _HOLDS.c.call)
+        .where(_HOLDS.c.lease_until <= now)
+        .order_by(_HOLDS.c.call_id)
+        .limit(batch)
     )
     found: dict[str, dict[str, Any] | None] = {}
     for call_id, call in rows:
-        found.setdefault(call_id, call)
+        if found.get(call_id) is None:
+            found[call_id] = call
     return list(found.items())
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from switchboard.config_file import ModelEntry
 from switchboard.db.batch_insert import batch_insert
+from switchboard.db.driver_statements import driver_ready
 from switchboard.db.outage import DatabaseOutage, is_connection_error
 from switchboard.db.upsert import insert_for
 from switchboard.db.write_transaction import LedgerConnection, WriteTransactions
@@ -124,7 +125,7 @@ class UsageWriter:
         self._idempotency = idempotency
         self._transactions = transactions or WriteTransactions(engine)
         self._insert = batch_insert(engine, _TABLE, _COLUMNS)
-        self._core_insert = insert_for(engine.dialect.name)(_TABLE).on_conflict_do_nothing()
+        self._core_insert = driver_ready(insert_for(engine.dialect.name)(_TABLE).on_conflict_do_nothing())
         self._catalog = dict(catalog)
         self._queue: asyncio.Queue[_Pending | _CatchUp | None] = asyncio.Queue(maxsize=max(1, queue_size))
         self._outage = outage

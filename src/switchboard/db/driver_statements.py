@@ -1,0 +1,109 @@
+"""Statements the ledger runs on every call under a limit, compiled once for SQLite's own driver.
+
+SQLAlchemy spends most of a small statement's time on what does not change between executions
+(execution context, parameter bookkeeping, result metadata). A statement marked with `driver_ready`
+is compiled once per dialect; each execution then only converts its parameters and rows with the
+very processors SQLAlchemy would apply, so what is stored and read back is the same.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import namedtuple
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Dialect
+
+S = TypeVar("S")
+_READY: dict[int, object] = {}  # id → the statement itself, kept so that its id is never reused
+
+
+def driver_ready(statement: S) -> S:
+    """Marks a statement built once (module level, or cached per shape) for the driver path."""
+    _READY[id(statement)] = statement
+    return statement
+
+
+class DriverResult:
+    """What the ledger reads of a result: rows (by index or name), `rowcount`, `scalar()`."""
+
+    def __init__(self, rows: list[Any], rowcount: int) -> None:
+        self._rows = rows
+        self.rowcount = rowcount
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._rows)
+
+    def all(self) -> list[Any]:
+        return list(self._rows)
+
+    def scalar(self) -> Any:
+        return self._rows[0][0] if self._rows else None
+
+
+_Processor = Callable[[Any], Any]
+
+
+class DriverStatement:
+    def __init__(self, statement: Any, dialect: Dialect) -> None:
+        compiled = statement.compile(dialect=dialect)
+        self.sql: str = compiled.string
+        self._order: tuple[str, ...] = tuple(compiled.positiontup or ())
+        binds = compiled.binds
+        self._defaults = {
+            name: binds[name].effective_value for name in self._order if not binds[name].required
+        }
+        processors: Mapping[str, _Processor] = compiled._bind_processors
+        self._processors = [processors.get(name) for name in self._order]
+        columns = compiled._result_columns
+        self._row_type = (
+            namedtuple("Row", [entry.keyname for entry in columns], rename=True) if columns else None  # type: ignore[misc]
+        )
+        self._readers: list[_Processor | None] = [
+            entry.type._cached_result_processor(dialect, None) for entry in columns
+        ]
+
+    def _values(self, parameters: Mapping[str, Any]) -> tuple[Any, ...]:
+        values = []
+        for name, processor in zip(self._order, self._processors, strict=True):
+            value = parameters[name] if name in parameters else self._defaults[name]
+            values.append(processor(value) if processor is not None and value is not None else value)
+        return tuple(values)
+
+    def run(self, connection: sqlite3.Connection, parameters: Any) -> DriverResult:
+        if isinstance(parameters, Sequence) and not isinstance(parameters, Mapping):
+            cursor = connection.executemany(self.sql, [self._values(p) for p in parameters])
+        else:
+            cursor = connection.execute(self.sql, self._values(parameters or {}))
+        try:
+            rows: list[Any] = []
+            if self._row_type is not None:
+                readers = self._readers
+                for raw in cursor.fetchall():
+                    rows.append(
+                        self._row_type(
+                            *(
+                                read(value) if read is not None else value
+                                for read, value in zip(readers, raw, strict=True)
+                            )
+                        )
+                    )
+            return DriverResult(rows, cursor.rowcount)
+        finally:
+            cursor.close()
+
+
+class DriverStatements:
+    """Per connection's dialect: the compiled form of each marked statement, made on first use."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
+        self._compiled: dict[int, DriverStatement] = {}
+
+    def get(self, statement: object) -> DriverStatement | None:
+        key = id(statement)
+        found = self._compiled.get(key)
+        if found is None and _READY.get(key) is statement:
+            found = self._compiled[key] = DriverStatement(statement, self._dialect)
+        return found

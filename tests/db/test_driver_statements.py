@@ -1,0 +1,55 @@
+"""Statements run on SQLite's driver store and read back exactly what SQLAlchemy stores and reads."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import cast
+
+from sqlalchemy import Table, select
+
+from switchboard.db.base import Base
+from switchboard.db.driver_statements import driver_ready
+from switchboard.db.engine import make_engine
+from switchboard.db.models_registry import import_all_models
+from switchboard.db.write_transaction import InlineConnection, WriteTransactions
+from switchboard.limits.models import LimitHoldRow
+
+HOLDS = cast(Table, LimitHoldRow.__table__)
+INSERT = driver_ready(HOLDS.insert())
+READ = driver_ready(select(HOLDS).where(HOLDS.c.call_id == "c1"))
+
+
+def test_a_row_written_on_the_driver_reads_back_through_sqlalchemy_and_the_other_way(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        import_all_models()
+        engine = make_engine(f"sqlite+aiosqlite:///{tmp_path / 'driver.db'}")
+        async with engine.begin() as conn:
+            await conn.run_sync(Base.metadata.create_all)
+        transactions = WriteTransactions(engine)
+        row = {
+            "id": uuid.uuid4(),
+            "call_id": "c1",
+            "limit_id": uuid.uuid4(),
+            "amount": 2**62,
+            "lease_until": datetime(2026, 11, 25, 10, 0, 0, 123456, tzinfo=UTC),
+            "call": {"model": "gpt", "tokens": [1, 2], "none": None},
+        }
+        async with transactions.begin() as conn:
+            assert isinstance(conn, InlineConnection)  # the driver path, not a fallback
+            assert (await conn.execute(INSERT, [row])).rowcount == 1
+        async with engine.connect() as conn:
+            stored = (await conn.execute(select(HOLDS))).one()._asdict()
+        assert stored == row
+        other = {**row, "id": uuid.uuid4(), "call_id": "c2"}
+        async with engine.begin() as conn:
+            await conn.execute(HOLDS.insert(), [{**other, "call_id": "c1", "amount": 7}])
+        async with transactions.begin() as conn:
+            read = sorted((r._asdict() for r in await conn.execute(READ, {})), key=lambda r: r["amount"])
+        assert read == [{**other, "call_id": "c1", "amount": 7}, row]
+        transactions.close()
+        await engine.dispose()
+
+    asyncio.run(scenario())
