@@ -14,26 +14,14 @@ from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from switchboard.limits.models import LimitRow
-from switchboard.limits.rules import Limit, parse_amount
+from switchboard.limits.rules import Limit
+from switchboard.limits.store import to_limit
 
 _T = cast(Table, LimitRow.__table__)
 
 
-def limit_of(row: object) -> Limit | None:
-    amount = parse_amount(getattr(row, "amount", None))
-    if amount is None:
-        return None
-    return Limit(
-        id=row.id,  # type: ignore[attr-defined]
-        subject_type=row.subject_type,  # type: ignore[attr-defined]
-        subject_id=row.subject_id,  # type: ignore[attr-defined]
-        economy_id=row.economy_id,  # type: ignore[attr-defined]
-        metric=row.metric,  # type: ignore[attr-defined]
-        window=getattr(row, "window", None) or row.time_window,  # type: ignore[attr-defined]
-        amount=amount,
-        allow_unpriced=bool(row.allow_unpriced),  # type: ignore[attr-defined]
-        managed_by=row.managed_by,  # type: ignore[attr-defined]
-    )
+# The rows as `store.to_limit` reads them: `window` is the column `time_window`.
+_ALL = select(*(column for column in _T.c if column.name != "time_window"), _T.c.time_window.label("window"))
 
 
 class LimitRegistry:
@@ -53,16 +41,15 @@ class LimitRegistry:
         """Every limit, read afresh; on `conn` when the caller has one checked out already."""
         if conn is None:
             async with self._engine.connect() as own:
-                rows = (await own.execute(select(_T))).all()
+                rows = (await own.execute(_ALL)).all()
         else:
-            rows = (await conn.execute(select(_T))).all()
+            rows = (await conn.execute(_ALL)).all()
         by_subject: dict[tuple[str, str], list[Limit]] = defaultdict(list)
         by_id: dict[uuid.UUID, Limit] = {}
         for row in rows:
-            limit = limit_of(row)
-            if limit is not None:
-                by_subject[(limit.subject_type, limit.subject_id)].append(limit)
-                by_id[limit.id] = limit
+            limit = to_limit(cast(LimitRow, row))
+            by_subject[(limit.subject_type, limit.subject_id)].append(limit)
+            by_id[limit.id] = limit
         self._by_subject = {key: tuple(value) for key, value in by_subject.items()}
         self._by_id = by_id
         self._stale = False
