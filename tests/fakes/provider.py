@@ -224,9 +224,12 @@ class FakeProvider:
             payload = gemini_wire.embed_body(script, body, batch=op == "batchEmbedContents")
             await self._send_body(send, record, script, payload)
         elif record.stream:
-            await self._send_stream(send, watcher, record, script, self._events(record, script, body, n))
+            events = iter(script.answer_events) if script.answer_events is not None else None
+            events = events or self._events(record, script, body, n)
+            await self._send_stream(send, watcher, record, script, events)
         else:
-            await self._send_body(send, record, script, self._reply(record, script, body, n))
+            payload = script.answer if script.answer is not None else self._reply(record, script, body, n)
+            await self._send_body(send, record, script, payload)
 
     @staticmethod
     def _reply(record: Received, script: Script, body: dict[str, Any], n: int) -> dict[str, Any]:

@@ -44,6 +44,11 @@ class Script:
     endless: bool = False  # keep streaming content until the client goes away
     response_ids: bool = True  # Gemini: name the responseId (some API versions send none)
     held: bool = False  # answer only once the test calls FakeProvider.release(model)
+    # The provider's answer given whole, in its own wire format, instead of one built from the fields
+    # above: a JSON body for a non-streamed call, or the stream's events (each `event:`/`data:` block
+    # with its blank line) for a streamed one. For exchanges the builders do not cover.
+    answer: Any = None
+    answer_events: list[bytes] | None = None
 
     def pieces(self) -> Iterator[str]:
         """The reply cut into stream pieces (words with their trailing space)."""
