@@ -1,4 +1,4 @@
-"""Where an OpenAI-format call goes: the origin its pooled connection is for, and its request head.
+"""Where a provider call goes: the origin its pooled connection is for, and its request head.
 
 Parsed once per base_url and path; a call then only appends its key, length and body to bytes.
 """
@@ -37,19 +37,29 @@ class Origin(NamedTuple):
 class Endpoint(NamedTuple):
     origin: Origin
     head: bytes  # request line and fixed headers, up to the per-call ones
+    auth: str = "authorization: Bearer "  # the key's header, up to the key
 
-    def request(self, secret: Secret, body: bytes) -> bytes:
-        """The whole request in one piece (one write, one segment for a small body)."""
+    def request(self, secret: Secret, body: bytes, headers: bytes = b"") -> bytes:
+        """The whole request in one piece (one write, one segment for a small body).
+
+        `headers`: per-call header lines, each ending in CRLF.
+        """
         key = secret.reveal()
         if any(c in key for c in _UNSENDABLE):
             # A stored key with a line break would split the header; the key itself is never shown.
             raise ValueError("the credential cannot be sent in an HTTP header")
-        auth = ("authorization: Bearer " + key).encode()
-        return b"%s%s\r\ncontent-length: %d\r\n\r\n%s" % (self.head, auth, len(body), body)
+        auth = (self.auth + key).encode()
+        return b"%s%s\r\n%scontent-length: %d\r\n\r\n%s" % (self.head, auth, headers, len(body), body)
 
 
-def parse(base_url: str, path: str) -> Endpoint:
-    """`{base_url}{path}` as an endpoint; ValueError for a URL the gateway cannot call."""
+def parse(
+    base_url: str, path: str, auth_header: str = "authorization", fixed_headers: bytes = b""
+) -> Endpoint:
+    """`{base_url}{path}` as an endpoint; ValueError for a URL the gateway cannot call.
+
+    The key goes in `auth_header` (as a Bearer token in `authorization`, bare in any other);
+    `fixed_headers` are header lines every request to it carries.
+    """
     parts = urlsplit(base_url.rstrip("/") + path)
     port = parts.port
     scheme = parts.scheme.lower()
@@ -63,5 +73,6 @@ def parse(base_url: str, path: str) -> Endpoint:
     port = port or default
     host_header = host_text + (f":{port}" if port != default else "")
     target = quote((parts.path or "/") + (f"?{parts.query}" if parts.query else ""), safe=_PATH_SAFE)
-    head = f"POST {target} HTTP/1.1\r\nhost: {host_header}\r\n{_FIXED_HEADERS}".encode()
-    return Endpoint(Origin(scheme == "https", host, port), head)
+    head = f"POST {target} HTTP/1.1\r\nhost: {host_header}\r\n{_FIXED_HEADERS}".encode() + fixed_headers
+    auth = "authorization: Bearer " if auth_header == "authorization" else f"{auth_header}: "
+    return Endpoint(Origin(scheme == "https", host, port), head, auth)

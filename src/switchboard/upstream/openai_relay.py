@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections import deque
 from typing import Any
 
 import orjson
 
-from switchboard.errors import BadRequest, SwitchboardError, UpstreamFailed
+from switchboard.errors import BadRequest, UpstreamFailed
 from switchboard.upstream import endpoints, provider_errors, relay_exchange
-from switchboard.upstream.connection_pool import ConnectionPool, ProviderConnections
+from switchboard.upstream.connection_pool import ProviderConnections
 from switchboard.upstream.endpoints import Endpoint
-from switchboard.upstream.http1 import Http1Connection
-from switchboard.upstream.relay_exchange import FAILURES
+from switchboard.upstream.provider_stream import ProviderStream
 from switchboard.upstream.sse import EventSplitter
-from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget, Usage
+from switchboard.upstream.types import UpstreamReply, UpstreamStream, UpstreamTarget, Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DRAIN_SECONDS = 1.0
 ENDPOINT_CACHE_SIZE = 1024  # parsed endpoints kept (one per credential base_url and path)
 
 
@@ -68,98 +64,8 @@ class OpenAIRelay:
         wants_usage = bool(options.get("include_usage"))
         options["include_usage"] = True  # usage is always metered, whatever the client asked
         content = _encode({**body, "model": target.model, "stream": True, "stream_options": options})
-        return OpenAIStream(self, target, content, wants_usage, path)
-
-
-class OpenAIStream(UpstreamStream):
-    def __init__(
-        self, relay: OpenAIRelay, target: UpstreamTarget, content: bytes, wants_usage: bool, path: str
-    ) -> None:
-        self.client_wants_usage = wants_usage
-        self._path = path
-        self.usage: Usage | None = None
-        self._relay = relay
-        self._target = target
-        self._content = content
-        self._timeouts = relay.connections.timeouts
-        self._pool: ConnectionPool | None = None
-        self._conn: Http1Connection | None = None
-        self._splitter = EventSplitter()
-        self._pending: deque[StreamEvent] = deque()
-        self._deadline = 0.0
-        self._started = False  # an event went out: from now on the idle timeout applies
-        self._eof = False
-        self._closed = False
-
-    async def __anext__(self) -> StreamEvent:
-        if self._closed:
-            raise StopAsyncIteration
-        try:
-            if self._conn is None:
-                self._deadline = asyncio.get_running_loop().time() + self._timeouts.first_byte
-                self._pool = self._relay.connections.pool(self._target.allow_private)
-                self._conn = await relay_exchange.open_response(
-                    self._pool,
-                    self._timeouts,
-                    self._target,
-                    self._relay.endpoint(self._target, self._path),
-                    self._content,
-                    self._deadline,
-                )
-                if not self._conn.headers.get("content-type", "").startswith("text/event-stream"):
-                    # An HTML page or a JSON body where events were asked for: nothing to relay.
-                    raise UpstreamFailed("the provider answered a stream request without an event stream")
-            while not self._pending and not self._eof:
-                await self._read_more(self._conn)
-            if self._pending:
-                self._started = True
-                return self._pending.popleft()
-        except SwitchboardError:
-            await self.aclose()
-            raise
-        except FAILURES as exc:
-            await self.aclose()
-            raise provider_errors.from_transport(exc) from None
-        except BaseException:
-            # Cancelled mid-read: drop the provider connection now (close is synchronous), not when
-            # the caller gets round to aclose().
-            await self.aclose()
-            raise
-        await self.aclose()
-        raise StopAsyncIteration
-
-    def ready(self) -> list[StreamEvent]:
-        taken = list(self._pending)
-        self._pending.clear()
-        return taken
-
-    async def _read_more(self, conn: Http1Connection) -> None:
-        loop = asyncio.get_running_loop()
-        if self._splitter.done:  # the caller sends its own [DONE]
-            # Read on to the end of the body so the connection goes back to the pool, but a server
-            # that keeps it open after [DONE] has still answered in full.
-            try:
-                await conn.wait_body(loop.time() + min(self._timeouts.idle, DRAIN_SECONDS))
-            except TimeoutError:
-                self._eof = True
-                self._pending.extend(self._splitter.flush())
-                return
-        else:
-            await conn.wait_body(loop.time() + self._timeouts.idle if self._started else self._deadline)
-        chunk = conn.take()
-        if chunk:
-            self._pending.extend(self._splitter.feed(chunk))
-        if conn.at_eof:
-            self._eof = True
-            self._pending.extend(self._splitter.flush())
-        self.usage = self._splitter.usage
-
-    async def aclose(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._conn is not None and self._pool is not None:
-            self._pool.release(self._conn)  # mid-body this closes the connection: the provider stops
+        endpoint = self.endpoint(target, path)
+        return ProviderStream(self.connections, target, endpoint, content, EventSplitter(), wants_usage)
 
 
 def _encode(body: dict[str, Any]) -> bytes:

@@ -24,12 +24,13 @@ async def open_response(
     endpoint: Endpoint,
     content: bytes,
     deadline: float,
+    headers: bytes = b"",
 ) -> Http1Connection:
     """The connection once the response headers arrived (by `deadline`); provider errors raised as
     the gateway's. Cancelled or timed out before that, the connection is closed: the provider stops.
     """
     try:
-        request = endpoint.request(target.secret, content)
+        request = endpoint.request(target.secret, content, headers)
         conn = pool.reuse(endpoint.origin) or await pool.connect(endpoint.origin, deadline)
     except FAILURES as exc:
         raise provider_errors.from_transport(exc) from None
@@ -76,11 +77,16 @@ async def read_body(conn: Http1Connection, idle: float, limit: int | None) -> by
 
 
 async def post_json(
-    pool: ConnectionPool, timeouts: Timeouts, target: UpstreamTarget, endpoint: Endpoint, content: bytes
+    pool: ConnectionPool,
+    timeouts: Timeouts,
+    target: UpstreamTarget,
+    endpoint: Endpoint,
+    content: bytes,
+    headers: bytes = b"",
 ) -> bytes:
     """A whole non-streamed exchange: first-byte deadline for the headers, idle timeout for the body."""
     deadline = asyncio.get_running_loop().time() + timeouts.first_byte
-    conn = await open_response(pool, timeouts, target, endpoint, content, deadline)
+    conn = await open_response(pool, timeouts, target, endpoint, content, deadline, headers)
     try:
         body = await read_body(conn, timeouts.idle, timeouts.max_body_bytes + 1)
     except BodyTooLarge:
