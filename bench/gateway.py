@@ -33,12 +33,20 @@ models:
     model: gpt-4o-mini
     input_per_mtok: "0.15"
     output_per_mtok: "0.60"
+  - provider: anthropic
+    model: claude-3-5-haiku-latest
+    input_per_mtok: "0.80"
+    output_per_mtok: "4.00"
+  - provider: gemini
+    model: gemini-2.0-flash
+    input_per_mtok: "0.10"
+    output_per_mtok: "0.40"
 """
 
 
 @dataclass(frozen=True)
 class Identity:
-    """A user whose own openai credential points at one of the upstream's two answers."""
+    """A user whose own credential (of one provider kind) points at one of the upstream's answers."""
 
     token: str
     credential_id: str
@@ -88,14 +96,14 @@ def _post(port: int, path: str, token: str, body: dict[str, object]) -> Reply:
     )
 
 
-def _identity(env: Mapping[str, str], port: int, base_url: str) -> Identity:
+def _identity(env: Mapping[str, str], port: int, base_url: str, provider: str = "openai") -> Identity:
     token = _mint(env, str(uuid.uuid4()))
     secret = "sk-bench-" + secrets.token_hex(16)
     reply = _post(
         port,
         "/llm-credentials",
         token,
-        {"provider": "openai", "secret": secret, "scope": "user", "base_url": base_url, "label": "bench"},
+        {"provider": provider, "secret": secret, "scope": "user", "base_url": base_url, "label": "bench"},
     )
     if reply.status != 201:
         raise BenchError(f"POST /llm-credentials answered {reply.status}: {reply.body[:300]!r}")
@@ -124,9 +132,16 @@ def _start(env: Mapping[str, str], port: int, workers: int, log: Path) -> Child:
 
 
 def _target(
-    name: str, child: Child, port: int, workers: int, ids: dict[str, Identity], db_marker: str | None
+    name: str,
+    child: Child,
+    port: int,
+    workers: int,
+    ids: dict[str, Identity],
+    db_marker: str | None,
+    provider: str = "openai",
 ) -> Target:
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    selector = payloads.SELECTORS[provider]
     return Target(
         name=name,
         pid=child.pid,
@@ -134,13 +149,13 @@ def _target(
         db_marker=db_marker,
         json=Endpoint(
             url,
-            payloads.request_body(payloads.MODEL, False),
-            {"Authorization": f"Bearer {ids['json'].token}"},
+            payloads.request_body(selector, False),
+            {"Authorization": f"Bearer {ids[f'{provider}:json'].token}"},
         ),
         stream=Endpoint(
             url,
-            payloads.request_body(payloads.MODEL, True),
-            {"Authorization": f"Bearer {ids['stream'].token}"},
+            payloads.request_body(selector, True),
+            {"Authorization": f"Bearer {ids[f'{provider}:stream'].token}"},
         ),
     )
 
@@ -173,10 +188,11 @@ class Prepared:
     admin_token: str
     db_marker: str | None  # how the PostgreSQL backends serving this gateway show in `ps`
 
-    def start(self, workers: int) -> tuple[Child, Target]:
-        name = f"switchboard {self.db} x{workers}"
-        child = _start(self.env, self.port, workers, self.home / f"serve-w{workers}.log")
-        return child, _target(name, child, self.port, workers, self.ids, self.db_marker)
+    def start(self, workers: int, provider: str = "openai") -> tuple[Child, Target]:
+        name = f"switchboard {self.db} x{workers}" + ("" if provider == "openai" else f" {provider}")
+        log = self.home / f"serve-w{workers}-{provider}.log"
+        child = _start(self.env, self.port, workers, log)
+        return child, _target(name, child, self.port, workers, self.ids, self.db_marker, provider)
 
 
 @contextmanager
@@ -198,8 +214,9 @@ def prepared(db: str, opts: Options, upstream: Upstream) -> Iterator[Prepared]:
                 f"{time.perf_counter() - child.started_at:.2f} s"
             )
             ids = {
-                "json": _identity(env, port, upstream.json_base_url),
-                "stream": _identity(env, port, upstream.stream_base_url),
+                f"{provider}:{mode}": _identity(env, port, upstream.base_url(provider, mode), provider)
+                for provider in opts.providers
+                for mode in ("json", "stream")
             }
             admin = _mint(env, str(uuid.uuid4()), role="Admin")
             if opts.limits:
@@ -223,8 +240,8 @@ def run_db(db: str, opts: Options, upstream: Upstream, direct: Target) -> list[T
     say(f"\n== Switchboard on {db}")
     reports: list[TargetReport] = []
     with prepared(db, opts, upstream) as ready:
-        for workers in opts.workers:
-            child, target = ready.start(workers)
+        for workers, provider in ((w, p) for w in opts.workers for p in opts.providers):
+            child, target = ready.start(workers, provider)
             report = TargetReport(name=target.name, kind="switchboard", db=db, workers=workers)
             say(f"\n== {target.name}")
             try:

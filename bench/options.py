@@ -29,6 +29,9 @@ class Options:
     results: Path
     # Every measured call runs under two limits (cost/month and requests/minute on its economy).
     limits: bool = False
+    # The provider kinds the gateway's calls go to (each its own row; the upstream answers each in
+    # its own wire format).
+    providers: tuple[str, ...] = ("openai",)
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -77,7 +80,16 @@ def parse(argv: list[str] | None = None) -> Options:
         default="postgresql://postgres@127.0.0.1:5432/postgres",
         help="where a fresh database is created and dropped (trust auth by default)",
     )
+    parser.add_argument(
+        "--providers",
+        default="openai",
+        help="provider kinds the gateway calls, each its own row: openai (default), anthropic, gemini",
+    )
     args = parser.parse_args(argv)
+    providers = tuple(p.strip() for p in args.providers.split(",") if p.strip())
+    unknown = set(providers) - {"openai", "anthropic", "gemini"}
+    if not providers or unknown:
+        parser.error(f"--providers: unknown kind(s) {sorted(unknown)}; use openai, anthropic, gemini")
     dbs = {"both": ("sqlite", "postgres"), "none": ()}.get(args.db, (args.db,))
     return Options(
         dbs=dbs,
@@ -94,6 +106,7 @@ def parse(argv: list[str] | None = None) -> Options:
         clients=args.clients,
         pg_admin_dsn=args.pg_admin_dsn,
         limits=args.limits,
+        providers=providers,
         work=BENCH_DIR / ".work",
         results=BENCH_DIR / "results",
     )

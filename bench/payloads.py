@@ -100,3 +100,112 @@ def stream_events() -> list[str]:
     assert len(chunks) == STREAM_EVENTS
     lines = ["data: " + json.dumps(c, separators=(",", ":")) for c in chunks]
     return [*lines, "data: [DONE]"]
+
+
+# The same answer in the other providers' wire formats, for the adapters' rows (--providers).
+ANTHROPIC_MODEL = "claude-3-5-haiku-latest"
+GEMINI_MODEL = "gemini-2.0-flash"
+SELECTORS = {
+    "openai": MODEL,
+    "anthropic": f"anthropic/{ANTHROPIC_MODEL}",
+    "gemini": f"gemini/{GEMINI_MODEL}",
+}
+
+
+def _compact(payload: object) -> str:
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def _anthropic_usage(output_tokens: int) -> dict[str, int]:
+    return {
+        "input_tokens": PROMPT_TOKENS,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": output_tokens,
+    }
+
+
+def anthropic_json() -> str:
+    return _compact(
+        {
+            "id": "msg_bench0001",
+            "type": "message",
+            "role": "assistant",
+            "model": ANTHROPIC_MODEL,
+            "content": [{"type": "text", "text": " ".join(_WORDS)}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": _anthropic_usage(COMPLETION_TOKENS),
+        }
+    )
+
+
+def anthropic_events() -> list[str]:
+    """Anthropic's stream as `event:`/`data:` blocks (each followed by a blank line on the wire)."""
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_bench0001",
+            "type": "message",
+            "role": "assistant",
+            "model": ANTHROPIC_MODEL,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": _anthropic_usage(1),
+        },
+    }
+    events: list[dict[str, object]] = [
+        start,
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "ping"},
+    ]
+    events += [
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": (" " if i else "") + w},
+        }
+        for i, w in enumerate(_WORDS)
+    ]
+    events += [
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": COMPLETION_TOKENS},
+        },
+        {"type": "message_stop"},
+    ]
+    return [f"event: {e['type']}\ndata: {_compact(e)}" for e in events]
+
+
+def _gemini_body(text: str, finish: str | None, usage: bool) -> dict[str, object]:
+    candidate: dict[str, object] = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
+    if finish:
+        candidate["finishReason"] = finish
+    body: dict[str, object] = {
+        "candidates": [candidate],
+        "modelVersion": GEMINI_MODEL,
+        "responseId": "bench0001",
+    }
+    if usage:
+        body["usageMetadata"] = {
+            "promptTokenCount": PROMPT_TOKENS,
+            "candidatesTokenCount": COMPLETION_TOKENS,
+            "totalTokenCount": PROMPT_TOKENS + COMPLETION_TOKENS,
+        }
+    return body
+
+
+def gemini_json() -> str:
+    return _compact(_gemini_body(" ".join(_WORDS), "STOP", True))
+
+
+def gemini_events() -> list[str]:
+    """Gemini's `alt=sse` stream: one `data:` line per chunk, usage on the last."""
+    last = len(_WORDS) - 1
+    return [
+        "data: " + _compact(_gemini_body((" " if i else "") + w, "STOP" if i == last else None, i == last))
+        for i, w in enumerate(_WORDS)
+    ]

@@ -36,6 +36,7 @@ http {{
       add_header Cache-Control no-cache;
 {sse}
     }}
+{providers}
     location / {{ return 404; }}
   }}
 }}
@@ -62,6 +63,34 @@ def find_nginx() -> str:
     raise BenchError("nginx is not installed (bench/run installs it with apt-get)")
 
 
+_LOCATION = """\
+    location = {path} {{
+      default_type {content_type};
+{body}
+    }}
+"""
+
+
+def _provider_locations() -> str:
+    """Anthropic's and Gemini's answers, for the adapters' rows: `/json/…` and `/stream/…` as for OpenAI."""
+    sse = "text/event-stream"
+    gemini = f"/v1beta/models/{payloads.GEMINI_MODEL}"
+    answers = [
+        ("/json/v1/messages", "application/json", payloads.anthropic_json()),
+        ("/stream/v1/messages", sse, "".join(e + "\n\n" for e in payloads.anthropic_events())),
+        (f"/json{gemini}:generateContent", "application/json", payloads.gemini_json()),
+        (
+            f"/stream{gemini}:streamGenerateContent",
+            sse,
+            "".join(e + "\r\n\r\n" for e in payloads.gemini_events()),
+        ),
+    ]
+    return "".join(
+        _LOCATION.format(path=path, content_type=kind, body=_return_text(f"p{i}_", text))
+        for i, (path, kind, text) in enumerate(answers)
+    )
+
+
 def write_config(work: Path, port: int) -> Path:
     (work / "nginx-tmp").mkdir(parents=True, exist_ok=True)
     sse = "".join(line + "\n\n" for line in payloads.stream_events())
@@ -72,6 +101,7 @@ def write_config(work: Path, port: int) -> Path:
             port=port,
             json=_return_text("json", payloads.completion_json()),
             sse=_return_text("sse", sse),
+            providers=_provider_locations(),
         )
     )
     return conf
@@ -97,6 +127,12 @@ class Upstream:
     @property
     def stream_base_url(self) -> str:
         return f"{self.base}/stream/v1"
+
+    def base_url(self, provider: str, mode: str) -> str:
+        """A credential's base_url for `provider`'s `mode` ("json" or "stream") answer."""
+        if provider == "openai":
+            return self.json_base_url if mode == "json" else self.stream_base_url
+        return f"{self.base}/{mode}"  # the adapters add /v1/messages or /v1beta/models/…
 
     def stop(self) -> None:
         self.child.stop(grace=5)
