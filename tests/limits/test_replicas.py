@@ -216,3 +216,41 @@ def test_keyed_calls_on_a_killed_replica_are_recorded_once_ok_and_once_abandoned
         assert mine == [("abandoned", "gateway_crashed"), ("ok", None)], (key, mine)
     assert final["reserved"] == "0"
     assert final["used"] == str(len(keys) * ACTUAL)
+
+
+def test_a_call_that_outlives_several_leases_keeps_its_hold_and_is_never_taken_for_dead(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
+) -> None:
+    """The upkeep loop renews every live call's holds (lease 3 s here); a call held for three
+    leases is still reserved, then settles once as `ok`, never `abandoned`."""
+    model = f"long-{uuid.uuid4().hex[:8]}"
+    fake_provider.script(model, held=True)
+    user, admin = tokens()
+    limit = {"subject_type": "economy", "subject_id": "default", "metric": "cost", "window": "total"}
+    headers = {"authorization": f"Bearer {user}"}
+    with two_replicas(databases, tmp_path, priced_config(fake_provider, [model])) as (_, urls):
+        limit_id = setup_caller(urls[0], user, admin, fake_provider, {**limit, "amount": "100000000"})
+
+        async def long_call() -> httpx.Response:
+            async with httpx.AsyncClient(base_url=urls[0], headers=headers, timeout=60) as client:
+                call = asyncio.create_task(
+                    client.post(
+                        "/v1/chat/completions",
+                        json={"model": f"openai/{model}", "messages": MESSAGES, "max_tokens": MAX_TOKENS},
+                    )
+                )
+                deadline = time.monotonic() + 30
+                while not fake_provider.received(model):
+                    assert time.monotonic() < deadline and not call.done()
+                    await asyncio.sleep(0.05)
+                await asyncio.sleep(9)  # three leases: without renewal, either replica would recover it
+                assert limit_status(urls[1], admin, limit_id)["reserved"] == str(HOLD)
+                fake_provider.release(model)
+                return await call
+
+        response = asyncio.run(long_call())
+        assert response.status_code == 200, response.text
+        records = httpx.get(f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+        final = limit_status(urls[1], admin, limit_id)
+    assert [(r["status"], r["error_code"]) for r in records if r["model"] == model] == [("ok", None)]
+    assert final["reserved"] == "0" and final["used"] == str(ACTUAL)

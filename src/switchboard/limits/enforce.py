@@ -9,8 +9,6 @@ usage record is written (metering.writer, one transaction).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import Sequence
@@ -22,6 +20,7 @@ from switchboard.db.write_transaction import WriteTransactions
 from switchboard.errors import BudgetExceeded, LimitRateExceeded, LimitRefused
 from switchboard.kit.clock import utcnow
 from switchboard.limits import ledger
+from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing
 from switchboard.limits.rules import Limit, openai_duration, resets_at, retry_after, seconds_until_fits
 from switchboard.metering.pricing import Prices, compute_cost
@@ -39,14 +38,12 @@ class Hold:
     call_id: str
     limits: tuple[Limit, ...]
     headers: dict[str, str]
-    _heartbeat: asyncio.Task[None] | None = field(default=None, repr=False)
+    _leases: HoldLeases | None = field(default=None, repr=False)
 
     async def stop(self) -> None:
-        task, self._heartbeat = self._heartbeat, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        """The call settled: its lease is no longer renewed."""
+        if self._leases is not None:
+            self._leases.discard(self.call_id)
 
 
 @dataclass(frozen=True)
@@ -196,18 +193,9 @@ def _headers(standings: list[Standing], needs: dict[uuid.UUID, int], now: dateti
     return headers
 
 
-async def _renew(engine: Any, call_id: str, lease_seconds: float) -> None:
-    while True:
-        await asyncio.sleep(lease_seconds / 3)
-        try:
-            await ledger.renew_holds(engine, call_id, lease_seconds)
-        except Exception:
-            log.warning("could not renew a call's limit holds; retrying", exc_info=True)
-
-
 async def reserve(
     transactions: WriteTransactions,
-    engine: Any,
+    leases: HoldLeases,
     limits: Sequence[Limit],
     ask: Ask,
     *,
@@ -215,11 +203,13 @@ async def reserve(
     call: dict[str, Any] | None,
     lease_seconds: float,
 ) -> tuple[Hold, int | None]:
-    """Holds the call's worst case, or raises 402/429; returns the hold and the cap the gateway set."""
+    """Holds the call's worst case, or raises 402/429; returns the hold and the cap the gateway set.
+
+    The hold's lease is renewed with every other live call's by the upkeep loop until `stop()`.
+    """
     plan = Plan(ask)
     await ledger.reserve(
         transactions, limits, plan.decide, call_id=call_id, call=call, lease_seconds=lease_seconds
     )
-    hold = Hold(call_id=call_id, limits=tuple(limits), headers=plan.headers)
-    hold._heartbeat = asyncio.create_task(_renew(engine, call_id, lease_seconds), name="limit-hold-lease")
-    return hold, plan.cap
+    leases.add(call_id)
+    return Hold(call_id=call_id, limits=tuple(limits), headers=plan.headers, _leases=leases), plan.cap

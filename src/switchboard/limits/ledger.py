@@ -74,11 +74,6 @@ _RELEASE = driver_ready(delete(_HOLDS).where(_HOLDS.c.call_id == bindparam("b_ca
 _RELEASE_DEAD = driver_ready(
     delete(_HOLDS).where(_HOLDS.c.call_id == bindparam("b_call"), _HOLDS.c.lease_until <= bindparam("b_now"))
 )
-_RENEW = (
-    update(_HOLDS)
-    .where(_HOLDS.c.call_id == bindparam("b_call"))
-    .values(lease_until=bindparam("b_until", type_=_HOLDS.c.lease_until.type))
-)
 
 
 @functools.cache
@@ -246,13 +241,6 @@ async def reserve(
             ],
         )
     return needs
-
-
-async def renew_holds(engine: AsyncEngine, call_id: str, lease_seconds: float) -> None:
-    async with engine.begin() as conn:
-        await conn.execute(
-            _RENEW, {"b_call": call_id, "b_until": utcnow() + timedelta(seconds=lease_seconds)}
-        )
 
 
 async def release_holds(conn: LedgerConnection, call_id: str) -> None:

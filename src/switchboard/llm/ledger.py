@@ -56,7 +56,7 @@ async def begin(state: Any, call: PreparedCall) -> None:
         )
         call.hold, cap = await enforce.reserve(
             state.write_transactions,
-            state.engine,
+            state.hold_leases,
             limits,
             ask,
             call_id=call.call_id,

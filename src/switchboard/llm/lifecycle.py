@@ -1,4 +1,5 @@
-"""The model-call pipeline at start: the limits every call is checked against, and its upkeep."""
+"""The model-call pipeline at start: the limits every call is checked against, the leases of its
+holds, and its upkeep."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 
 from fastapi import FastAPI
 
+from switchboard.limits.leases import HoldLeases
 from switchboard.limits.registry import LimitRegistry
 from switchboard.llm.upkeep import UPKEEP_SECONDS, upkeep_forever
 
@@ -15,6 +17,7 @@ async def startup(app: FastAPI) -> None:
     registry = LimitRegistry(app.state.engine)
     await registry.reload()
     app.state.limits = registry
+    app.state.hold_leases = HoldLeases(app.state.settings.lease_seconds)
     # Short leases (tests) are recovered sooner.
     interval = min(UPKEEP_SECONDS, app.state.settings.lease_seconds / 3)
     app.state.upkeep = asyncio.create_task(upkeep_forever(app.state, interval), name="pipeline-upkeep")

@@ -1,5 +1,6 @@
 """The pipeline's upkeep, every couple of seconds on each process, on one database connection:
-the limits reloaded (a change on another replica applies within that), and crash recovery.
+the leases of this process's running calls renewed, the limits reloaded (a change on another
+replica applies within that), and crash recovery.
 
 Crash recovery (SPEC §13): a call whose replica died leaves its limit holds and idempotency claim
 behind; once their lease has run out, one `abandoned` record is written for it and both are freed.
@@ -23,7 +24,8 @@ from switchboard.metering.spool import outcome_from_json
 
 log = logging.getLogger("switchboard.llm.upkeep")
 
-# How often; at most this long for a limit changed on another replica to apply there.
+# How often; at most this long for a limit changed on another replica to apply there. Also at most
+# a third of the lease (lifecycle.py), so a live call's holds never run out.
 UPKEEP_SECONDS = 2.0
 
 
@@ -36,7 +38,11 @@ def _abandoned(record: dict[str, Any]) -> CallOutcome:
 
 
 async def upkeep(state: Any) -> int:
-    """Reloads the limits and recovers every dead call found; returns how many records it wrote."""
+    """Renews live holds, reloads the limits and recovers every dead call found; returns how many
+    records it wrote."""
+    if len(state.hold_leases):
+        async with state.engine.begin() as conn:
+            await state.hold_leases.renew(conn)
     now = utcnow()
     # One checkout for all three reads: an idle process holds no more connections than before.
     async with state.engine.connect() as conn:
