@@ -17,7 +17,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from tests.fakes import anthropic_wire, gemini_wire, openai_wire
+from tests.fakes import anthropic_wire, gemini_wire, openai_wire, responses_wire
 from tests.fakes.script import Disconnect, Kind, Received, Script
 
 Message = MutableMapping[str, Any]
@@ -233,6 +233,8 @@ class FakeProvider:
 
     @staticmethod
     def _reply(record: Received, script: Script, body: dict[str, Any], n: int) -> dict[str, Any]:
+        if record.path.endswith("/v1/responses"):
+            return responses_wire.response_body(script, body, f"resp_fake{n}")
         if record.kind == "openai" and record.path.endswith("/v1/completions"):
             return openai_wire.completion_body(script, body, f"cmpl-fake-{n}")
         if record.kind == "openai":
@@ -243,6 +245,8 @@ class FakeProvider:
 
     @staticmethod
     def _events(record: Received, script: Script, body: dict[str, Any], n: int) -> Iterator[bytes]:
+        if record.path.endswith("/v1/responses"):
+            return responses_wire.response_events(script, body, f"resp_fake{n}")
         if record.kind == "openai" and record.path.endswith("/v1/completions"):
             return openai_wire.completion_events(script, body, f"cmpl-fake-{n}")
         if record.kind == "openai":
@@ -310,6 +314,8 @@ def _route(method: str, path: str) -> tuple[Kind, str, str | None] | None:
         return "openai", "embeddings", None
     if path.endswith("/v1/completions"):
         return "openai", "completions", None
+    if path.endswith("/v1/responses"):
+        return "openai", "responses", None
     if path.endswith("/v1/messages"):
         return "anthropic", "messages", None
     marker = "/v1beta/models/"

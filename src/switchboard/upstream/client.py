@@ -7,6 +7,7 @@ from typing import Any, Protocol
 from switchboard.errors import BadRequest
 from switchboard.settings import Settings
 from switchboard.upstream.connection_pool import ProviderConnections
+from switchboard.upstream.native import NativeRelay
 from switchboard.upstream.openai_relay import OpenAIRelay
 from switchboard.upstream.pool import ClientPool
 from switchboard.upstream.types import Timeouts, UpstreamReply, UpstreamStream, UpstreamTarget
@@ -29,6 +30,8 @@ class UpstreamClient:
         self.connections = ProviderConnections(timeouts)
         self.pool = ClientPool(timeouts)
         self._openai = OpenAIRelay(self.connections)
+        # Surfaces relayed to a provider that speaks them (Anthropic Messages, OpenAI Responses).
+        self.native = NativeRelay(self.connections)
         self._translated: Relay | None = None
 
     @classmethod

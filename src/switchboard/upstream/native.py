@@ -1,0 +1,200 @@
+"""A client surface relayed to a provider that speaks it (SPEC §16): Anthropic Messages to an
+`anthropic` credential, OpenAI Responses to an `openai` one. The body goes out with only `model`
+changed, the answer comes back byte for byte; only the usage is read on the way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import orjson
+
+from switchboard.errors import BadRequest, UpstreamFailed
+from switchboard.upstream import endpoints, provider_errors, relay_exchange
+from switchboard.upstream.connection_pool import ProviderConnections
+from switchboard.upstream.endpoints import Endpoint
+from switchboard.upstream.provider_stream import ProviderStream
+from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget, Usage
+
+ENDPOINT_CACHE_SIZE = 1024
+_BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+
+
+def anthropic_usage(raw: Any) -> Usage:
+    """Anthropic's usage in the gateway's terms: the prompt counts cache reads and writes too."""
+    cached = int(raw.get("cache_read_input_tokens") or 0)
+    created = int(raw.get("cache_creation_input_tokens") or 0)
+    return Usage(
+        prompt_tokens=int(raw.get("input_tokens") or 0) + cached + created,
+        completion_tokens=int(raw.get("output_tokens") or 0),
+        cached_tokens=cached,
+    )
+
+
+def responses_usage(raw: Any) -> Usage:
+    prompt_details = raw.get("input_tokens_details") or {}
+    output_details = raw.get("output_tokens_details") or {}
+    return Usage(
+        prompt_tokens=int(raw.get("input_tokens") or 0),
+        completion_tokens=int(raw.get("output_tokens") or 0),
+        cached_tokens=int(prompt_details.get("cached_tokens") or 0),
+        reasoning_tokens=int(output_details.get("reasoning_tokens") or 0),
+    )
+
+
+def _answer(data: bytes) -> dict[str, Any]:
+    try:
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise UpstreamFailed("the provider answered 200 with a body that is not JSON") from None
+    if not isinstance(payload, dict):
+        raise UpstreamFailed("the provider answered 200 with a body that is not a JSON object")
+    if payload.get("type") == "error" or isinstance(payload.get("error"), dict):
+        raise UpstreamFailed("the provider answered 200 with an error in the body")
+    return payload
+
+
+def _anthropic_body_usage(data: bytes) -> Usage | None:
+    usage = _answer(data).get("usage")
+    return anthropic_usage(usage) if isinstance(usage, dict) else None
+
+
+def _responses_body_usage(data: bytes) -> Usage | None:
+    usage = _answer(data).get("usage")
+    return responses_usage(usage) if isinstance(usage, dict) else None
+
+
+class _RelayedEvents:
+    """The provider's events as they came (each with its blank line), the usage read on the way."""
+
+    __slots__ = ("_buffer", "_read", "done", "usage")
+
+    def __init__(self, read: Callable[[_RelayedEvents, dict[str, Any]], None]) -> None:
+        self._buffer = b""
+        self._read = read
+        self.done = False
+        self.usage: Usage | None = None
+
+    def feed(self, chunk: bytes) -> list[StreamEvent]:
+        buffer = self._buffer + chunk if self._buffer else chunk
+        events: list[StreamEvent] = []
+        start = 0
+        while (found := _BOUNDARY.search(buffer, start)) is not None:
+            self._event(buffer[start : found.end()], events)
+            start = found.end()
+        self._buffer = buffer[start:]
+        return events
+
+    def flush(self) -> list[StreamEvent]:
+        rest, self._buffer = self._buffer, b""
+        events: list[StreamEvent] = []
+        if rest.strip():
+            self._event(rest + b"\n\n", events)
+        return events
+
+    def _event(self, raw: bytes, events: list[StreamEvent]) -> None:
+        events.append(StreamEvent(raw))
+        # Only the few events that carry usage are parsed; text deltas pass untouched.
+        if b"usage" not in raw and b"error" not in raw:
+            return
+        lines = [line[5:] for line in raw.splitlines() if line.startswith(b"data:")]
+        try:
+            payload = orjson.loads(b"\n".join(lines)) if lines else None
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(payload, dict):
+            self._read(self, payload)
+
+
+def _read_anthropic(events: _RelayedEvents, payload: dict[str, Any]) -> None:
+    kind = payload.get("type")
+    if kind == "message_start":
+        usage = (payload.get("message") or {}).get("usage")
+        if isinstance(usage, dict):
+            events.usage = anthropic_usage(usage)
+    elif kind == "message_delta" and isinstance(payload.get("usage"), dict):
+        start = events.usage or Usage()
+        delta = payload["usage"]
+        # message_delta's usage is cumulative; input counts appear there only on some models.
+        events.usage = Usage(
+            prompt_tokens=anthropic_usage(delta).prompt_tokens
+            if "input_tokens" in delta
+            else start.prompt_tokens,
+            completion_tokens=int(delta.get("output_tokens") or 0),
+            cached_tokens=start.cached_tokens,
+        )
+
+
+def _read_responses(events: _RelayedEvents, payload: dict[str, Any]) -> None:
+    if payload.get("type") in ("response.completed", "response.incomplete", "response.failed"):
+        usage = (payload.get("response") or {}).get("usage")
+        if isinstance(usage, dict):
+            events.usage = responses_usage(usage)
+
+
+class NativeFormat(NamedTuple):
+    default_base_url: str
+    path: str
+    auth_header: str
+    body_usage: Callable[[bytes], Usage | None]
+    read_event: Callable[[_RelayedEvents, dict[str, Any]], None]
+
+
+ANTHROPIC_MESSAGES = NativeFormat(
+    "https://api.anthropic.com", "/v1/messages", "x-api-key", _anthropic_body_usage, _read_anthropic
+)
+OPENAI_RESPONSES = NativeFormat(
+    "https://api.openai.com/v1", "/responses", "authorization", _responses_body_usage, _read_responses
+)
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(body)
+    except orjson.JSONEncodeError:
+        raise BadRequest("the request body cannot be encoded as JSON") from None
+
+
+class NativeRelay:
+    def __init__(self, connections: ProviderConnections) -> None:
+        self.connections = connections
+        self._endpoints: dict[tuple[str | None, str, str], Endpoint] = {}
+
+    def _endpoint(self, target: UpstreamTarget, wire: NativeFormat) -> Endpoint:
+        key = (target.base_url, wire.path, wire.auth_header)
+        endpoint = self._endpoints.get(key)
+        if endpoint is None:
+            try:
+                endpoint = endpoints.parse(
+                    target.base_url or wire.default_base_url, wire.path, wire.auth_header
+                )
+            except ValueError:
+                raise provider_errors.unusable_base_url() from None
+            if len(self._endpoints) >= ENDPOINT_CACHE_SIZE:
+                self._endpoints.clear()
+            self._endpoints[key] = endpoint
+        return endpoint
+
+    async def json(
+        self, target: UpstreamTarget, wire: NativeFormat, body: dict[str, Any], headers: bytes = b""
+    ) -> UpstreamReply:
+        """`headers`: the client's header lines the provider must see (anthropic-version, -beta)."""
+        data = await relay_exchange.post_json(
+            self.connections.pool(target.allow_private),
+            self.connections.timeouts,
+            target,
+            self._endpoint(target, wire),
+            _encode({**body, "model": target.model}),
+            headers,
+        )
+        return UpstreamReply(body=data, usage=wire.body_usage(data))
+
+    def stream(
+        self, target: UpstreamTarget, wire: NativeFormat, body: dict[str, Any], headers: bytes = b""
+    ) -> UpstreamStream:
+        content = _encode({**body, "model": target.model, "stream": True})
+        endpoint = self._endpoint(target, wire)
+        events = _RelayedEvents(wire.read_event)
+        return ProviderStream(self.connections, target, endpoint, content, events, False, headers)
