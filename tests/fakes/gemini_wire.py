@@ -124,3 +124,68 @@ def error(script: Script, api_key: str | None) -> tuple[int, dict[str, Any]]:
             }
         ]
     return script.status or status, {"error": payload}
+
+
+# --- Builders for answers given whole (Script.answer / Script.answer_events) ---------------------
+
+
+def text_part(text: str, *, thought: bool = False, signature: str | None = None) -> dict[str, Any]:
+    part: dict[str, Any] = {"text": text}
+    if thought:
+        part["thought"] = True
+    if signature is not None:
+        part["thoughtSignature"] = signature
+    return part
+
+
+def call_part(
+    name: str, args: dict[str, Any], *, signature: str | None = None, call_id: str | None = None
+) -> dict[str, Any]:
+    call: dict[str, Any] = {"name": name, "args": args}
+    if call_id is not None:
+        call["id"] = call_id
+    part: dict[str, Any] = {"functionCall": call}
+    if signature is not None:
+        part["thoughtSignature"] = signature
+    return part
+
+
+def usage_metadata(
+    prompt: int, candidates: int | None = None, *, thoughts: int = 0, cached: int = 0
+) -> dict[str, Any]:
+    """Gemini's usageMetadata; `candidates` None for the early stream events that count the prompt only."""
+    meta: dict[str, Any] = {"promptTokenCount": prompt}
+    if candidates is not None:
+        meta["candidatesTokenCount"] = candidates
+    if thoughts:
+        meta["thoughtsTokenCount"] = thoughts
+    if cached:
+        meta["cachedContentTokenCount"] = cached
+    meta["totalTokenCount"] = prompt + (candidates or 0) + thoughts
+    return meta
+
+
+def response(
+    parts: list[dict[str, Any]] | None,
+    *,
+    finish: str | None = "STOP",
+    usage: dict[str, Any] | None = None,
+    response_id: str | None = None,
+    model_version: str | None = None,
+) -> dict[str, Any]:
+    """One GenerateContentResponse: a whole answer, or one stream event."""
+    payload: dict[str, Any] = {}
+    if parts is not None or finish is not None:
+        candidate: dict[str, Any] = {"index": 0}
+        if parts is not None:
+            candidate["content"] = {"parts": parts, "role": "model"}
+        if finish is not None:
+            candidate["finishReason"] = finish
+        payload["candidates"] = [candidate]
+    if usage is not None:
+        payload["usageMetadata"] = usage
+    if model_version is not None:
+        payload["modelVersion"] = model_version
+    if response_id is not None:
+        payload["responseId"] = response_id
+    return payload

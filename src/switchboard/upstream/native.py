@@ -70,6 +70,7 @@ class _RelayedEvents:
     """The provider's events as they came (each with its blank line), the usage read on the way."""
 
     __slots__ = ("_buffer", "_read", "done", "usage")
+    failure = None  # the provider's error events are relayed to the client as they came
 
     def __init__(self, read: Callable[[_RelayedEvents, dict[str, Any]], None]) -> None:
         self._buffer = b""

@@ -29,6 +29,11 @@ class EventSource(Protocol):
     @property
     def usage(self) -> Usage | None: ...
 
+    @property
+    def failure(self) -> SwitchboardError | None:
+        """The provider's in-stream error, raised once the events before it have gone out."""
+        ...
+
     def feed(self, chunk: bytes) -> list[StreamEvent]: ...
 
     def flush(self) -> list[StreamEvent]: ...
@@ -86,6 +91,8 @@ class ProviderStream(UpstreamStream):
             if self._pending:
                 self._started = True
                 return self._pending.popleft()
+            if self._splitter.failure is not None:
+                raise self._splitter.failure
         except SwitchboardError:
             await self.aclose()
             raise
@@ -121,6 +128,9 @@ class ProviderStream(UpstreamStream):
         chunk = conn.take()
         if chunk:
             self._pending.extend(self._splitter.feed(chunk))
+        if self._splitter.failure is not None:
+            self._eof = True  # nothing after a provider's error is read
+            return
         if conn.at_eof:
             self._eof = True
             self._pending.extend(self._splitter.flush())

@@ -21,6 +21,7 @@ class EventSplitter:
     `usage` record what they and the usage chunk said."""
 
     __slots__ = ("_buffer", "done", "usage")
+    failure = None  # an OpenAI stream's error is relayed as an event, not raised
 
     def __init__(self) -> None:
         self._buffer = b""

@@ -12,6 +12,9 @@ class ProviderRequest(NamedTuple):
     path: str  # appended to the credential's base_url (or the adapter's default_base_url)
     body: bytes  # the provider's request body, encoded
     headers: bytes = b""  # per-call header lines beyond the adapter's fixed ones, each ending "\r\n"
+    # What the answer's codecs must know of the request (Anthropic: JSON mode, renamed tools);
+    # opaque to the relay, which hands it to chat_reply / stream_mapper.
+    context: Any = None
 
 
 class StreamMapper(ABC):
@@ -44,9 +47,11 @@ class ChatAdapter(Protocol):
         as the provider's request. Raises BadRequest for what the provider cannot be asked."""
         ...
 
-    def chat_reply(self, data: bytes, model: str) -> tuple[Usage | None, bytes]:
+    def chat_reply(self, data: bytes, model: str, context: Any = None) -> tuple[Usage | None, bytes]:
         """The provider's JSON answer as OpenAI chat.completion JSON, and its usage. Raises
         UpstreamFailed for a 200 that is not an answer."""
         ...
 
-    def stream_mapper(self, model: str) -> StreamMapper: ...
+    def stream_mapper(self, model: str, context: Any = None) -> StreamMapper:
+        """`context`: the ProviderRequest's, for what the answer's mapping must know of the request."""
+        ...

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from switchboard.errors import SwitchboardError
 from switchboard.upstream import endpoints, provider_errors, relay_exchange
 from switchboard.upstream.adapters.base import ChatAdapter, StreamMapper
 from switchboard.upstream.connection_pool import ProviderConnections
@@ -52,14 +53,14 @@ class AdaptedRelay:
             request.body,
             request.headers,
         )
-        usage, payload = self.adapter.chat_reply(data, target.model)
+        usage, payload = self.adapter.chat_reply(data, target.model, request.context)
         return UpstreamReply(body=payload, usage=usage)
 
     def chat_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream:
         options = body.get("stream_options")
         wants_usage = bool(isinstance(options, dict) and options.get("include_usage"))
         request = self.adapter.chat_request(target.model, body, stream=True)
-        source = MappedEvents(self.adapter.stream_mapper(target.model))
+        source = MappedEvents(self.adapter.stream_mapper(target.model, request.context))
         endpoint = self.endpoint(target, request.path)
         return ProviderStream(
             self.connections, target, endpoint, request.body, source, wants_usage, request.headers
@@ -72,33 +73,46 @@ class AdaptedRelay:
 class MappedEvents:
     """A provider's SSE body cut into events, each event's data handed to the adapter's mapper."""
 
-    __slots__ = ("_buffer", "_mapper", "done")
+    __slots__ = ("_buffer", "_mapper", "done", "failure")
 
     def __init__(self, mapper: StreamMapper) -> None:
         self._mapper = mapper
         self._buffer = b""
         self.done = False  # the provider's stream ends with its body; nothing is skipped after
+        # A provider error event: kept until the events mapped before it have reached the client.
+        self.failure: SwitchboardError | None = None
 
     @property
     def usage(self) -> Usage | None:
         return self._mapper.usage
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
+        if self.failure is not None:
+            return []
         buffer = self._buffer + chunk if self._buffer else chunk
         events: list[StreamEvent] = []
         start = 0
-        while (found := _BOUNDARY.search(buffer, start)) is not None:
-            self._event(buffer[start : found.start()], events)
-            start = found.end()
+        try:
+            while (found := _BOUNDARY.search(buffer, start)) is not None:
+                self._event(buffer[start : found.start()], events)
+                start = found.end()
+        except SwitchboardError as error:
+            self.failure = error
+            return events
         self._buffer = buffer[start:]
         return events
 
     def flush(self) -> list[StreamEvent]:
+        if self.failure is not None:
+            return []
         rest, self._buffer = self._buffer, b""
         events: list[StreamEvent] = []
-        if rest.strip():
-            self._event(rest, events)
-        events.extend(self._mapper.end())
+        try:
+            if rest.strip():
+                self._event(rest, events)
+            events.extend(self._mapper.end())
+        except SwitchboardError as error:
+            self.failure = error
         return events
 
     def _event(self, block: bytes, events: list[StreamEvent]) -> None:
