@@ -134,15 +134,6 @@ KNOWN: dict[str, list[Difference]] = {
         ),
         Difference(("answer", "error"), "api_error", "the 502's type (litellm's 400: invalid_request_error)"),
     ],
-    "error_event_mid_stream": [
-        Difference(
-            ("answer",),
-            [(False, {"error": "api_error", "status": 502})],  # litellm: the "Hel" chunk, then this
-            "NOT a codec difference: our mapper gives the chunk, then raises (test_gemini.py), but the "
-            "relay (provider_stream.py) drops the chunks parsed in the same read as a failing event. "
-            "Reported to the lead; remove this entry once the relay delivers them first",
-        )
-    ],
 }
 
 
