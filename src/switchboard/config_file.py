@@ -4,13 +4,25 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-ProviderKind = Literal["openai", "anthropic", "gemini"]
-PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "gemini")
+from switchboard.upstream import providers
+
+# Any kind upstream/providers.py knows: the native three and every other provider litellm supports.
+ProviderKind = Annotated[str, AfterValidator(providers.checked_kind)]
+# Every known kind; test a name with providers.is_known (a set) rather than `in` this tuple.
+PROVIDERS: tuple[str, ...] = (*providers.NATIVE, *providers.LONG_TAIL)
 
 
 class ConfigError(Exception):
@@ -35,6 +47,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class RoutingEntry(_Strict):
+    """`routing:` (SPEC §14), for the whole catalog or one model; a key left out keeps the default."""
+
+    retries: int | None = Field(default=None, ge=0, le=10)
+    cooldown_s: float | None = Field(default=None, gt=0, le=86_400)
+    first_byte_timeout_s: float | None = Field(default=None, gt=0, le=3_600)
+    connect_timeout_s: float | None = Field(default=None, gt=0, le=600)
+
+
 class ModelEntry(_Strict):
     provider: ProviderKind
     model: str = Field(min_length=1)
@@ -42,6 +63,7 @@ class ModelEntry(_Strict):
     input_per_mtok: str | None = None
     output_per_mtok: str | None = None
     kind: Literal["chat", "embedding"] = "chat"
+    routing: RoutingEntry | None = None
 
     _check_prices = field_validator("input_per_mtok", "output_per_mtok", mode="before")(_decimal_string)
 
@@ -52,8 +74,16 @@ class ModelEntry(_Strict):
 
 class DeploymentCredentialEntry(_Strict):
     provider: ProviderKind
-    api_key_env: str = Field(min_length=1)
+    api_key_env: str = Field(min_length=1)  # a JSON object for azure and bedrock (providers.SECRET_SHAPES)
     base_url: str | None = None
+
+    @model_validator(mode="after")
+    def _usable(self) -> DeploymentCredentialEntry:
+        # The operator's own base_url is trusted: only the rules that do not concern addresses apply.
+        problem = providers.refusal(self.provider, self.base_url, allow_private=True)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
 
 class PriceOverride(_Strict):
@@ -93,6 +123,9 @@ class GatewayConfig(_Strict):
     default: tuple[str, ...] = ()
     deployment_credentials: tuple[DeploymentCredentialEntry, ...] = ()
     tools: tuple[str, ...] = ()
+    routing: RoutingEntry = Field(default_factory=RoutingEntry)
+    # `provider/model` or an alias → selectors tried after its own candidates (SPEC §14).
+    fallbacks: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     # Seed agents (issue: agents registry) are validated by the agents domain at start.
     agents: tuple[dict[str, Any], ...] = ()
 

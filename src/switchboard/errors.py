@@ -189,6 +189,14 @@ class UpstreamTimeout(UpstreamFailed):
     default_message = "the provider timed out"
 
 
+class UpstreamConnectionFailed(UpstreamFailed):
+    """No HTTP answer: the connection could not be opened, or broke before the answer was complete.
+
+    Its own class because routing retries it on the same credential (SPEC §14), unlike a 5xx."""
+
+    default_message = "the provider connection failed"
+
+
 class UpstreamBadRequest(BadRequest):
     """A provider's 400, passed on after scrubbing."""
 

@@ -64,7 +64,7 @@ def test_no_credential_names_the_providers_and_scopes_searched() -> None:
 
 
 def test_catalog_rejects_an_alias_to_an_unknown_provider() -> None:
-    bad = GatewayConfig.model_validate({"aliases": {"x": "mistral/large"}})
+    bad = GatewayConfig.model_validate({"aliases": {"x": "acme-ai/large"}})
     with pytest.raises(ConfigError, match=r"aliases\.x"):
         build_catalog(bad)
 
@@ -86,4 +86,5 @@ def test_agent_selector_validation_lists_problems() -> None:
         "unknown model alias 'nope'"
     ]
     assert CATALOG.validate_agent_selector({"kind": "tagged", "tag": "zzz"})
-    assert CATALOG.validate_agent_selector({"kind": "exact", "provider": "mistral", "model": "m"})
+    assert CATALOG.validate_agent_selector({"kind": "exact", "provider": "acme-ai", "model": "m"})
+    assert CATALOG.validate_agent_selector({"kind": "exact", "provider": "mistral", "model": "m"}) == []

@@ -25,7 +25,7 @@ def _refused(gateway: Gateway, body: object, status: int = 400) -> dict[str, obj
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"provider": "azure"}, "provider"),
+        ({"provider": "acme-ai"}, "provider"),  # azure, mistral, … are kinds (SPEC §15)
         ({"provider": None}, "provider"),
         ({"provider": 1}, "provider"),
         ({"secret": ""}, "secret"),

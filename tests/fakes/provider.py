@@ -18,6 +18,7 @@ from urllib.parse import parse_qs
 import orjson
 
 from tests.fakes import anthropic_wire, gemini_wire, openai_wire, responses_wire
+from tests.fakes.key_behaviour import KeyBehaviours, drop_connection
 from tests.fakes.script import Disconnect, Kind, Received, Script
 
 Message = MutableMapping[str, Any]
@@ -81,6 +82,7 @@ class FakeProvider:
         self._released: set[str] = set()  # models whose held calls may answer (set from the test thread)
         self._queue: deque[tuple[str | None, Script]] = deque()
         self._ids = itertools.count(1)
+        self.keys = KeyBehaviours()
         self.app = self  # the ASGI callable (uvicorn recognises ASGI 3 by an async __call__)
 
     # --- what tests call -------------------------------------------------------------------------
@@ -184,7 +186,12 @@ class FakeProvider:
             stream=stream,
         )
         self.requests.append(record)
-        script = self._pick(model)
+        chosen = self.keys.for_key(record.api_key, kind)  # tests/fakes/key_behaviour.py
+        if chosen is not None and chosen.drop:
+            record.status = 0
+            await drop_connection(receive)
+            return
+        script = chosen.script if chosen is not None and chosen.script is not None else self._pick(model)
         watcher = _Watcher(receive)
         try:
             await self._serve(send, watcher, record, script, operation)
@@ -318,6 +325,9 @@ def _route(method: str, path: str) -> tuple[Kind, str, str | None] | None:
         return "openai", "responses", None
     if path.endswith("/v1/messages"):
         return "anthropic", "messages", None
+    azure = "/openai/deployments/"  # Azure OpenAI: the deployment is in the path, the wire is OpenAI's
+    if azure in path and path.endswith("/chat/completions"):
+        return "openai", "chat", path.split(azure, 1)[1].removesuffix("/chat/completions")
     marker = "/v1beta/models/"
     if marker in path and ":" in path:
         model, _, operation = path.split(marker, 1)[1].rpartition(":")
@@ -329,7 +339,7 @@ def _api_key(headers: dict[str, str], query: str) -> str | None:
     bearer = headers.get("authorization", "")
     if bearer.lower().startswith("bearer "):
         return bearer[7:]
-    for name in ("x-api-key", "x-goog-api-key"):
+    for name in ("x-api-key", "x-goog-api-key", "api-key"):  # api-key: Azure's
         if name in headers:
             return headers[name]
     keys = parse_qs(query).get("key")

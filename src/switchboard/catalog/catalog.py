@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from switchboard.catalog.selectors import Selector, parse_selector, selector_from_spec
-from switchboard.config_file import PROVIDERS, ConfigError, GatewayConfig, ModelEntry
+from switchboard.config_file import ConfigError, GatewayConfig, ModelEntry
 from switchboard.errors import BadRequest
+from switchboard.routing.config import fallback_selectors, routing_settings
+from switchboard.routing.settings import DEFAULT_ROUTING, RoutingSettings
+from switchboard.upstream import providers
 
 
 @dataclass(frozen=True)
@@ -20,10 +23,19 @@ class Catalog:
     tools: frozenset[str] = frozenset()
     # A model's bare name (`gpt-4o-mini`) → every catalog entry with that `model`, in catalog order.
     by_bare: Mapping[str, tuple[ModelEntry, ...]] = field(default_factory=dict)
+    # Routing (SPEC §14): the catalog's settings, the models that override them, and `fallbacks:`.
+    routing: RoutingSettings = DEFAULT_ROUTING
+    routing_by_key: Mapping[str, RoutingSettings] = field(default_factory=dict)
+    fallbacks: Mapping[str, tuple[Selector, ...]] = field(default_factory=dict)
+
+    def routing_for(self, model: ModelEntry) -> RoutingSettings:
+        if not self.routing_by_key:
+            return self.routing
+        return self.routing_by_key.get(model.key, self.routing)
 
     def model_for(self, provider: str, model: str) -> ModelEntry:
         """A catalog entry, or an unlisted model of a known provider (priced elsewhere or not at all)."""
-        return self.by_key.get(f"{provider}/{model}") or ModelEntry(provider=provider, model=model)  # type: ignore[arg-type]
+        return self.by_key.get(f"{provider}/{model}") or ModelEntry(provider=provider, model=model)
 
     def bare_match(self, name: str) -> ModelEntry | None:
         """The one catalog model named `name` without its provider; None when there is none.
@@ -58,7 +70,7 @@ class Catalog:
             return [f"no catalog model carries tag {selector.tag!r}"]
         if selector.kind == "alias" and selector.alias not in self.aliases:
             return [f"unknown model alias {selector.alias!r}"]
-        if selector.kind == "exact" and selector.provider not in PROVIDERS:
+        if selector.kind == "exact" and not providers.is_known(selector.provider or ""):
             return [f"unknown provider {selector.provider!r}"]
         if selector.kind == "default" and not self.default:
             return ["the catalog has no default models"]
@@ -79,10 +91,8 @@ class Catalog:
 
 def _check_key(key: str, where: str) -> None:
     provider, sep, model = key.partition("/")
-    if not sep or provider not in PROVIDERS or not model:
-        raise ConfigError(
-            f"{where}: {key!r} is not <provider>/<model> with provider one of {', '.join(PROVIDERS)}"
-        )
+    if not sep or not providers.is_known(provider) or not model:
+        raise ConfigError(f"{where}: {key!r} is not <provider>/<model> with a provider GET /providers lists")
 
 
 def build_catalog(config: GatewayConfig) -> Catalog:
@@ -102,7 +112,8 @@ def build_catalog(config: GatewayConfig) -> Catalog:
             raise ConfigError(f"aliases.{alias}: an alias may not look like another selector form")
     for index, key in enumerate(config.default):
         _check_key(key, f"default.{index}")
-    return Catalog(
+    routing, routing_by_key = routing_settings(config)
+    catalog = Catalog(
         models=config.models,
         by_key=by_key,
         by_tag={tag: tuple(entries) for tag, entries in by_tag.items()},
@@ -115,4 +126,10 @@ def build_catalog(config: GatewayConfig) -> Catalog:
             for name, entries in by_bare.items()
             if name not in config.aliases and parse_selector(name).kind == "alias"
         },
+        routing=routing,
+        routing_by_key=routing_by_key,
     )
+    if not config.fallbacks:
+        return catalog
+    # Checked against the catalog built so far: each fallback must name something that resolves.
+    return replace(catalog, fallbacks=fallback_selectors(config, catalog.selector_problem))

@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from switchboard.config_file import PROVIDERS
 from switchboard.errors import BadRequest
+from switchboard.upstream import providers
 
 SelectorKind = Literal["default", "tagged", "exact", "alias", "agent"]
 MAX_SELECTOR_LENGTH = 256
@@ -47,7 +47,7 @@ def parse_selector(text: object) -> Selector:
             raise BadRequest("`agent:` needs an agent id", param="model")
         return Selector(kind="agent", text=text, agent_id=agent_id)
     provider, sep, model = text.partition("/")
-    if sep and provider in PROVIDERS and model:
+    if sep and model and providers.is_known(provider):
         return Selector(kind="exact", text=text, provider=provider, model=model)
     return Selector(kind="alias", text=text, alias=text)
 

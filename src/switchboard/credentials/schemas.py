@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from switchboard.config_file import ProviderKind
+from switchboard.credentials.provider_rules import secret_from_object, string_or_object
 
 SECRET_MAX_CHARS = 4096
 BASE_URL_MAX_CHARS = 2048
@@ -38,6 +39,9 @@ def clean_secret(value: SecretStr | None) -> SecretStr | None:
         raise ValueError("secret must not be empty or whitespace")
     if len(raw) > SECRET_MAX_CHARS:
         raise ValueError(f"secret must be at most {SECRET_MAX_CHARS} characters")
+    if raw.startswith("{"):
+        # A JSON secret (azure, bedrock): its provider checks it field by field (provider_rules.py).
+        return SecretStr(raw)
     # Printable ASCII only: the key goes into an HTTP header, where anything else breaks or injects.
     if any(not ("!" <= ch <= "~") for ch in raw):
         raise ValueError("secret must be printable ASCII without spaces or control characters")
@@ -50,17 +54,24 @@ class _Input(BaseModel):
 
 
 class CredentialCreate(_Input):
-    provider: ProviderKind
-    secret: SecretStr = Field(description="the provider API key; write-only, never returned")
+    provider: ProviderKind = Field(description="a provider kind from GET /providers")
+    secret: SecretStr = Field(
+        description="the provider API key, or the JSON object GET /providers names for the kind "
+        "(azure, bedrock); write-only, never returned",
+        json_schema_extra=string_or_object,
+    )
     label: Label | None = None
     base_url: BaseUrl | None = Field(
-        default=None, description="https URL of an OpenAI-compatible server (including /v1), or null"
+        default=None,
+        description="openai: an OpenAI-compatible server's URL including /v1; azure: the resource "
+        "endpoint; other kinds: the provider's API base (litellm's api_base); null: the provider's own",
     )
     scope: Literal["user", "room"] | None = Field(
         default=None, description="`room` when room_id is given, else `user`"
     )
     room_id: uuid.UUID | None = None
 
+    _secret_object = field_validator("secret", mode="before")(secret_from_object)
     _check_secret = field_validator("secret")(clean_secret)
 
     @model_validator(mode="after")
@@ -79,8 +90,13 @@ class CredentialUpdate(_Input):
 
     label: Label | None = None
     base_url: BaseUrl | None = None
-    secret: SecretStr | None = Field(default=None, description="a new provider API key; write-only")
+    secret: SecretStr | None = Field(
+        default=None,
+        description="a new provider API key (or JSON object, as at creation); write-only",
+        json_schema_extra=string_or_object,
+    )
 
+    _secret_object = field_validator("secret", mode="before")(secret_from_object)
     _check_secret = field_validator("secret")(clean_secret)
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import uuid
 
-from pydantic import SecretStr
 from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from switchboard.auth.principal import Principal
-from switchboard.credentials.binding import associated_data, hint_of
+from switchboard.credentials import provider_rules
+from switchboard.credentials.binding import associated_data
 from switchboard.credentials.egress import check_egress
 from switchboard.credentials.models import LlmCredential
 from switchboard.credentials.schemas import CredentialCreate, CredentialOut, CredentialUpdate
@@ -36,12 +36,12 @@ def _not_found() -> NotFound:
     return NotFound("credential not found")
 
 
-def _seal(store: CredentialStore, row: LlmCredential, secret: SecretStr) -> None:
-    plain = secret.get_secret_value()
+def _seal(store: CredentialStore, row: LlmCredential, sealable: tuple[str, str]) -> None:
+    plain, hint = sealable  # from provider_rules.sealable: checked against the row's provider
     row.sealed_secret = store.keyring.seal(
         plain.encode("utf-8"), associated_data(row.id, row.scope, row.owner_id, row.provider)
     )
-    row.secret_hint = hint_of(plain)
+    row.secret_hint = hint
 
 
 def _refuse_personal_change(principal: Principal) -> None:
@@ -83,6 +83,8 @@ async def create_credential(
         access.require(groups.MANAGE, "add its credentials")
     else:
         _refuse_personal_change(principal)
+    provider_rules.check_usable(body.provider, body.base_url, store.allow_private)
+    sealable = provider_rules.sealable(body.provider, body.secret)
     if body.base_url is not None:
         await check_egress(body.base_url, store.allow_private)
     now = utcnow()
@@ -99,7 +101,7 @@ async def create_credential(
         updated_at=now,
         last_used_at=None,
     )
-    _seal(store, row, body.secret)
+    _seal(store, row, sealable)
     session.add(row)
     await session.flush()
     # A caller who adds a key expects their next call on this replica to find it.
@@ -177,14 +179,17 @@ async def update_credential(
     given = body.model_fields_set
     if "secret" in given and body.secret is None:
         raise ValidationFailed("secret: a credential cannot be left without a secret", param="secret")
+    sealable = provider_rules.sealable(row.provider, body.secret) if body.secret is not None else None
+    if "base_url" in given:
+        provider_rules.check_usable(row.provider, body.base_url, store.allow_private)
     if "base_url" in given and body.base_url is not None:
         await check_egress(body.base_url, store.allow_private)
     if "label" in given:
         row.label = body.label or None
     if "base_url" in given:
         row.base_url = body.base_url
-    if body.secret is not None:
-        _seal(store, row, body.secret)
+    if sealable is not None:
+        _seal(store, row, sealable)
     if given:
         row.updated_at = utcnow()
         await session.flush()

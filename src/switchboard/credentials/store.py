@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import time
@@ -119,6 +120,37 @@ class CredentialStore:
         for ref in [*(room_refs or ()), *own_refs, *self._deployment_refs()]:
             found.setdefault(ref.provider, ref)
         return found
+
+    async def spendable(
+        self, principal: Principal, room_id: uuid.UUID | None = None
+    ) -> dict[str, list[CredentialRef]]:
+        """Per provider, every credential the caller may spend, in scope order (room's, own,
+        deployment's), for routing to pool (SPEC §14). Same checks as `in_reach`."""
+        if principal.is_delegated:
+            if room_id is None:
+                room_id = principal.acting_as
+            elif room_id != principal.acting_as:
+                raise groups.room_not_found()
+        if not principal.can_write:
+            return {}
+        room_refs, own_refs = await self._stored(principal.user_id, room_id)
+        if room_id is not None and room_refs is None:
+            raise groups.room_not_found()
+        found: dict[str, list[CredentialRef]] = {}
+        for ref in [*(room_refs or ()), *own_refs, *self._deployment_refs()]:
+            pool = found.get(ref.provider)
+            if pool is None:
+                found[ref.provider] = [ref]
+            else:
+                pool.append(ref)
+        return found
+
+    @staticmethod
+    def version(ref: CredentialRef) -> bytes:
+        """What changes when the credential's secret does: a rejected key is tried again after that."""
+        if ref.scope == "deployment":
+            return hashlib.blake2b((_read_env(ref.api_key_env or "") or "").encode(), digest_size=16).digest()
+        return ref.sealed
 
     def invalidate(self) -> None:
         """Forget cached look-ups (after a change on this replica; other replicas expire theirs)."""

@@ -11,8 +11,7 @@ from starlette.datastructures import Headers
 
 from switchboard.auth.principal import Principal
 from switchboard.catalog.catalog import Catalog
-from switchboard.catalog.resolution import resolve
-from switchboard.catalog.selectors import parse_selector
+from switchboard.catalog.selectors import Selector, parse_selector
 from switchboard.config_file import ModelEntry
 from switchboard.credentials.store import CredentialRef
 from switchboard.db.on_demand import SessionOnDemand
@@ -20,6 +19,9 @@ from switchboard.errors import BadRequest, Forbidden
 from switchboard.idempotency.service import Claim
 from switchboard.limits.enforce import Hold
 from switchboard.metering.resolution import resolve_economy
+from switchboard.routing.plan import plan_routes
+from switchboard.routing.request import take_models, take_preferences
+from switchboard.routing.route import Route
 
 MAX_HEADER_ID = 128
 
@@ -40,6 +42,10 @@ class PreparedCall:
     session_id: str | None
     idempotency_key: str | None
     started: float
+    # Every attempt the call may make, in order (routing/plan.py); `model` and `credential` are
+    # those of the attempt under way, numbered `attempt`.
+    routes: list[Route]
+    attempt: int = 1
     # Set once the call runs: its id in the ledger, its idempotency claim and its limit holds.
     call_id: str = ""
     claim: Claim | None = None
@@ -80,7 +86,13 @@ async def prepare_call(
     if not principal.can_write:
         raise Forbidden("this token may not call models (Viewer role or read-only delegation)")
     catalog: Catalog = state.catalog
-    selector = parse_selector(body.get("model"))
+    # `models` and `provider` steer routing and never reach the provider.
+    listed = take_models(body) if "models" in body else None
+    preferences = take_preferences(body) if "provider" in body else None
+    if listed is not None and body.get("model") is None:
+        selector = listed[0]  # `model` may be omitted when `models` is given
+    else:
+        selector = parse_selector(body.get("model"))
     room_id = _room_from(principal, headers)
     agent_id: str | None = None
     agent_economy: uuid.UUID | None = None
@@ -96,19 +108,23 @@ async def prepare_call(
         selector = parse_selector(applied.selector)
         if selector.kind == "agent":
             raise BadRequest("an agent's selector cannot name another agent", param="model")
-    # in_reach also checks room membership (404 for a room the caller is not in).
-    available = await state.credentials.in_reach(principal, room_id)
-    scopes = (["room"] if room_id else []) + ["user", "deployment"]
-    resolution = resolve(catalog, selector, available, scopes)
+    selectors: list[Selector] = [selector]
+    if listed is not None:
+        selectors.extend(entry for entry in listed if entry != selector)
+    # spendable also checks room membership (404 for a room the caller is not in).
+    reach = await state.credentials.spendable(principal, room_id)
+    scopes = _SCOPES_WITH_ROOM if room_id else _SCOPES
+    routes = plan_routes(catalog, selectors, preferences, reach, state.routing, scopes)
+    first = routes[0]
     economy = await resolve_economy(sessions, principal, headers.get("x-economy-id"), agent_economy, room_id)
-    body["model"] = resolution.model.model
+    body["model"] = first.model.model
     return PreparedCall(
         principal=principal,
         request_id=request_id,
         endpoint=endpoint,
         selector=selector.text if agent_id is None else f"agent:{agent_id}",
-        model=resolution.model,
-        credential=resolution.credential,
+        model=first.model,
+        credential=first.credential,
         body=body,
         stream=stream,
         room_id=room_id,
@@ -117,4 +133,9 @@ async def prepare_call(
         session_id=_session_id(principal, headers),
         idempotency_key=headers.get("idempotency-key"),
         started=started,
+        routes=routes,
     )
+
+
+_SCOPES = ("user", "deployment")
+_SCOPES_WITH_ROOM = ("room", "user", "deployment")

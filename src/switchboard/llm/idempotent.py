@@ -11,7 +11,13 @@ from switchboard.auth.principal import Principal
 from switchboard.idempotency.service import Claim, New, StoredResponse, check_key, fingerprint
 
 # Headers a replay repeats; the request id is the new request's own.
-_KEPT = ("content-type", "x-switchboard-model", "x-switchboard-credential", "retry-after")
+_KEPT = (
+    "content-type",
+    "x-switchboard-model",
+    "x-switchboard-credential",
+    "x-switchboard-attempts",
+    "retry-after",
+)
 
 
 async def claim_or_replay(

@@ -73,6 +73,12 @@ def limit_headers(call: PreparedCall) -> dict[str, str]:
     return call.hold.headers if call.hold is not None else {}
 
 
+async def record_attempt(state: Any, call: PreparedCall, outcome: CallOutcome) -> None:
+    """The record of an attempt the call moved on from (SPEC §14); the call's last attempt is
+    recorded by `settle`, which also ends its holds and its idempotency claim."""
+    await state.call_sink.record(outcome)
+
+
 async def settle(
     state: Any, call: PreparedCall, outcome: CallOutcome, stored: StoredResponse | None = None
 ) -> None:

@@ -11,12 +11,14 @@ from fastapi import FastAPI
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.registry import LimitRegistry
 from switchboard.llm.upkeep import UPKEEP_SECONDS, upkeep_forever
+from switchboard.routing.health import RouteHealth
 
 
 async def startup(app: FastAPI) -> None:
     registry = LimitRegistry(app.state.engine)
     await registry.reload()
     app.state.limits = registry
+    app.state.routing = RouteHealth()  # cooldowns and calls in flight per route (SPEC §14)
     app.state.hold_leases = HoldLeases(app.state.settings.lease_seconds)
     # Short leases (tests) are recovered sooner.
     interval = min(UPKEEP_SECONDS, app.state.settings.lease_seconds / 3)

@@ -49,6 +49,7 @@ def build_outcome(
         idempotency_key=call.idempotency_key,
         usage_estimated=usage_estimated or error_code == USAGE_ESTIMATED,
         api_key_id=call.principal.api_key_id,
+        attempt=call.attempt,
     )
 
 

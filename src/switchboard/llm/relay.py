@@ -11,7 +11,8 @@ import orjson
 from starlette.responses import Response
 
 from switchboard.errors import SwitchboardError
-from switchboard.llm.completions import TextCompletionStream, text_completion_reply
+from switchboard.llm.attempts import ATTEMPTS_HEADER, Attempts
+from switchboard.llm.completions import TextCompletionStream, chat_body, text_completion_reply
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.idempotent import stored_from
 from switchboard.llm.ledger import settle
@@ -24,16 +25,18 @@ from switchboard.llm.outcomes import (
 )
 from switchboard.llm.sse_response import SSEResponse
 from switchboard.metering.outcome import CallStatus
-from switchboard.upstream.types import UpstreamStream, UpstreamTarget
+from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget
 
 DONE = b"data: [DONE]\n\n"
 SSE_TYPE = "text/event-stream; charset=utf-8"
 
 
 def gateway_headers(call: PreparedCall) -> dict[str, str]:
+    """The answering attempt's model and credential, and how many attempts the call took."""
     headers = {
         "x-switchboard-model": f"{call.model.provider}/{call.model.model}",
         "x-switchboard-credential": str(call.credential.id) if call.credential.id else "deployment",
+        ATTEMPTS_HEADER: "1" if call.attempt == 1 else str(call.attempt),
     }
     if call.hold is not None:
         headers.update(call.hold.headers)
@@ -65,32 +68,31 @@ async def _target(state: Any, call: PreparedCall) -> UpstreamTarget:
     )
 
 
-async def _record_failure(
-    state: Any, call: PreparedCall, error: BaseException, status: CallStatus = "error"
-) -> None:
-    with anyio.CancelScope(shield=True):
-        # No stored answer: the key is released, so a failed attempt may be retried with it.
-        await settle(
-            state, call, build_outcome(call, status=status, usage=None, error_code=error_code_of(error))
-        )
+def _attempt_kind(kind: str, provider: str) -> str:
+    # The legacy text-completion API goes over chat to providers without it (llm/completions.py).
+    return "completions_over_chat" if kind == "completions" and provider != "openai" else kind
+
+
+async def _ask_json(state: Any, call: PreparedCall, kind: str) -> UpstreamReply:
+    """One attempt at a non-streamed answer, with the attempt's model and credential."""
+    target = await _target(state, call)
+    kind = _attempt_kind(kind, call.model.provider)
+    if kind == "embeddings":
+        reply: UpstreamReply = await state.upstream.embeddings(target, call.body)
+    elif kind == "completions":
+        reply = await state.upstream.completions(target, call.body)
+    elif kind == "completions_over_chat":
+        reply = text_completion_reply(await state.upstream.chat(target, chat_body(call.body)))
+    else:
+        reply = await state.upstream.chat(target, call.body)
+    return reply
 
 
 async def relay_json(state: Any, call: PreparedCall, kind: str) -> Response:
     """Non-streamed chat completion or embeddings: one JSON body, recorded before it is sent."""
-    try:
-        target = await _target(state, call)
-        if kind == "embeddings":
-            reply = await state.upstream.embeddings(target, call.body)
-        elif kind == "completions":
-            reply = await state.upstream.completions(target, call.body)
-        elif kind == "completions_over_chat":
-            reply = text_completion_reply(await state.upstream.chat(target, call.body))
-        else:
-            reply = await state.upstream.chat(target, call.body)
-    except BaseException as error:
-        cancelled = isinstance(error, anyio.get_cancelled_exc_class())
-        await _record_failure(state, call, error, "cancelled" if cancelled else "error")
-        raise
+    attempts = Attempts(state, call)
+    reply = await attempts.walk(lambda: _ask_json(state, call, kind))
+    attempts.done()
     usage, error_code = reply.usage, None
     if usage is None:  # an answer the client got and the provider did not count: never free
         usage, error_code = estimate_answer_usage(call.body, reply.body, kind), USAGE_ESTIMATED
@@ -127,25 +129,28 @@ def _error_event(error: BaseException) -> bytes:
 
 
 def _open_stream(state: Any, target: UpstreamTarget, call: PreparedCall, kind: str) -> UpstreamStream:
+    kind = _attempt_kind(kind, call.model.provider)
     if kind == "completions":
         stream: UpstreamStream = state.upstream.completions_stream(target, call.body)
         return stream
     if kind == "completions_over_chat":
-        return TextCompletionStream(state.upstream.chat_stream(target, call.body))
+        return TextCompletionStream(state.upstream.chat_stream(target, chat_body(call.body)))
     stream = state.upstream.chat_stream(target, call.body)
     return stream
 
 
+async def _ask_stream(state: Any, call: PreparedCall, kind: str) -> tuple[UpstreamStream, StreamEvent | None]:
+    """One attempt at a stream, up to its first event: nothing has reached the client before it."""
+    target = await _target(state, call)
+    stream = _open_stream(state, target, call, kind)
+    return stream, await anext(stream, None)
+
+
 async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: str = "chat") -> SSEResponse:
-    """Streamed completion: errors before the first chunk are plain JSON errors (raised)."""
-    try:
-        target = await _target(state, call)
-        stream = _open_stream(state, target, call, kind)
-        first = await anext(stream, None)
-    except BaseException as error:
-        cancelled = isinstance(error, anyio.get_cancelled_exc_class())
-        await _record_failure(state, call, error, "cancelled" if cancelled else "error")
-        raise
+    """Streamed completion: errors before the first chunk are plain JSON errors (raised), after
+    every attempt the plan allows."""
+    attempts = Attempts(state, call)
+    stream, first = await attempts.walk(lambda: _ask_stream(state, call, kind))
     ttft_ms = int((time.perf_counter() - call.started) * 1000)
 
     sent: list[bytes] = []  # kept only for an Idempotency-Key, whose retry replays these bytes
@@ -153,6 +158,7 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
     async def events() -> AsyncIterator[bytes]:
         outcome_status: CallStatus = "ok"
         error_code: str | None = None
+        failure: Exception | None = None  # after the first byte: never another attempt (SPEC §14)
         relayed = 0  # chunks handed to the client, for an estimate if the stream ends uncounted
         try:
             event = first
@@ -174,8 +180,10 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
             raise
         except Exception as error:
             outcome_status, error_code = "error", error_code_of(error)
+            failure = error
             yield _error_event(error)
         finally:
+            attempts.done(failure)
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
                 usage, estimated = stream.usage, False

@@ -96,7 +96,7 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
                 request_id=request.request_id,
             )
         if kind == "completions" and call.model.provider != "openai":
-            kind, call.body = "completions_over_chat", chat_body(call.body)
+            chat_body(call.body)  # what this provider cannot be asked is refused before anything runs
         call.claim = claim
         await ledger.begin(state, call)  # limits: 402/429 here, before the provider is called
     except BaseException:
@@ -108,8 +108,8 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
     return await relay_json(state, call, kind)
 
 
-# How each endpoint's call reaches the provider (llm/relay.py); `completions` may turn into
-# `completions_over_chat` once the provider is known.
+# How each endpoint's call reaches the provider (llm/relay.py); `completions` turns into
+# `completions_over_chat` for an attempt whose provider has no text-completion endpoint.
 _RELAY_KINDS = {"chat.completions": "chat", "embeddings": "embeddings", "completions": "completions"}
 
 

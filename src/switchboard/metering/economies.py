@@ -13,13 +13,14 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from switchboard.config_file import PROVIDERS, ConfigError, EconomyEntry, GatewayConfig, PriceOverride
+from switchboard.config_file import ConfigError, EconomyEntry, GatewayConfig, PriceOverride
 from switchboard.db.upsert import insert_for
 from switchboard.errors import Conflict, NotFound
 from switchboard.kit.clock import utcnow
 from switchboard.limits.budgets import sync_budget
 from switchboard.limits.rules import MAX_AMOUNT, parse_amount
 from switchboard.metering.models import EconomyRow
+from switchboard.upstream import providers
 
 DEFAULT_SLUG = "default"
 # Nano-units: no sign, no leading zeros, at most 31 digits.
@@ -115,7 +116,7 @@ def check_config_economies(config: GatewayConfig) -> None:
             )
         for key in entry.price_overrides:
             provider, sep, model = key.partition("/")
-            if not sep or provider not in PROVIDERS or not model:
+            if not sep or not providers.is_known(provider) or not model:
                 raise ConfigError(f"{where}.price_overrides: {key!r} is not <provider>/<model>")
 
 

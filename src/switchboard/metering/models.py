@@ -83,6 +83,8 @@ class UsageRecordRow(Base):
     idempotency_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
     usage_estimated: Mapped[bool] = mapped_column(Boolean, server_default=false(), default=False)
     api_key_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    # 1, 2, … for the attempts of one call (SPEC §14: each is a record sharing the request_id).
+    attempt: Mapped[int] = mapped_column(Integer, server_default="1", default=1)
 
     __table_args__ = (
         Index("ix_usage_records_economy_time", "economy_id", "occurred_at", "id"),

@@ -49,6 +49,7 @@ class CallOutcome:
     # reach the gateway. Said here when `error_code` must name the failure (else it says usage_estimated).
     usage_estimated: bool = False
     api_key_id: uuid.UUID | None = None
+    attempt: int = 1  # which of the call's attempts this record is (SPEC §14)
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from pydantic import (
     model_validator,
 )
 
-from switchboard.config_file import PROVIDERS
 from switchboard.metering.economies import AMOUNT_PATTERN, as_uuid
+from switchboard.upstream import providers
 
 # Nano-units, no sign, no leading zeros; a JSON number is refused (strict), never rounded.
 Amount = Annotated[str, StringConstraints(strict=True, pattern=AMOUNT_PATTERN)]
@@ -56,8 +56,8 @@ class PriceOverrideIn(_Input):
 def _check_override_keys(value: dict[str, PriceOverrideIn] | None) -> dict[str, PriceOverrideIn] | None:
     for key in value or {}:
         provider, sep, model = key.partition("/")
-        if not sep or provider not in PROVIDERS or not model:
-            raise ValueError(f"{key!r} is not <provider>/<model> with provider one of {', '.join(PROVIDERS)}")
+        if not sep or not providers.is_known(provider) or not model:
+            raise ValueError(f"{key!r} is not <provider>/<model> with a provider GET /providers lists")
     return value
 
 
@@ -175,6 +175,9 @@ class UsageRecordOut(BaseModel):
     idempotency_key: str | None
     usage_estimated: bool = Field(
         default=False, description="tokens estimated by the gateway: the provider's count never arrived"
+    )
+    attempt: int = Field(
+        default=1, description="which attempt of the call this is (1, 2, …); attempts share request_id"
     )
 
 

@@ -6,6 +6,7 @@ from typing import Any, Protocol
 
 from switchboard.errors import BadRequest
 from switchboard.settings import Settings
+from switchboard.upstream import providers
 from switchboard.upstream.connection_pool import ProviderConnections
 from switchboard.upstream.native import NativeRelay
 from switchboard.upstream.openai_relay import OpenAIRelay
@@ -52,6 +53,13 @@ class UpstreamClient:
         if target.provider == "openai":
             return self._openai
         if target.provider in ("anthropic", "gemini"):
+            if self._translated is None:
+                from switchboard.upstream.translated import TranslatedRelay
+
+                self._translated = TranslatedRelay(self.pool)
+            return self._translated
+        if providers.is_known(target.provider):
+            # Every other provider litellm knows (SPEC §15): through litellm, loaded on first use.
             if self._translated is None:
                 from switchboard.upstream.translated import TranslatedRelay
 

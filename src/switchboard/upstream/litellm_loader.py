@@ -18,12 +18,16 @@ from typing import Any
 #   Anthropic call fetches it from GitHub, synchronously, inside the event loop.
 # - LITELLM_MODE=PRODUCTION: otherwise importing litellm loads a `.env` file from the working
 #   directory into our process environment.
+# - EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER: send the OpenAI-compatible long-tail kinds (deepinfra,
+#   perplexity, custom_openai, …) through the AsyncHTTPHandler we hand it, on our guarded pool, as
+#   it does for mistral or groq; otherwise it wants an OpenAI SDK client for them.
 # litellm 1.106.0 has no telemetry (the old `litellm.telemetry` flag is gone); its callback lists
 # start empty and we never add to them, so nothing else leaves the process.
 _ENVIRONMENT = {
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS": "True",
     "LITELLM_MODE": "PRODUCTION",
+    "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER": "True",
 }
 _lock = threading.Lock()
 _module: ModuleType | None = None
@@ -49,6 +53,9 @@ def load_litellm() -> ModuleType:
             module: Any = importlib.import_module("litellm")
             module.suppress_debug_info = True  # else it prints "Give Feedback" banners to stdout on errors
             module.drop_params = False
+            # Else counting a llama-family model's tokens downloads a tokenizer from Hugging Face,
+            # retrying for most of a minute on a closed network; tiktoken's bundled one is used.
+            module.disable_hf_tokenizer_download = True
             for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
                 # Its debug and info lines can echo request details; warnings and errors stay visible.
                 logging.getLogger(name).setLevel(logging.WARNING)

@@ -18,11 +18,13 @@ from switchboard.errors import (
     SwitchboardError,
     Unprocessable,
     UpstreamBadRequest,
+    UpstreamConnectionFailed,
     UpstreamCredentialRejected,
     UpstreamFailed,
     UpstreamTimeout,
 )
 from switchboard.kit.secret import Secret
+from switchboard.upstream import providers
 from switchboard.upstream.connection_pool import ConnectFailed
 from switchboard.upstream.guard import forbidden_cause
 from switchboard.upstream.resolver import ForbiddenHost
@@ -51,8 +53,9 @@ def scrub(text: str, secret: Secret | None = None) -> str:
     """The text without the key that was sent, nor anything else shaped like a key."""
     if secret is not None:
         value = secret.reveal()
-        if value:
-            for form in {value, quote(value, safe="")}:
+        # A JSON secret (azure, bedrock) is sent field by field: each field is scrubbed too.
+        for part in (value, *providers.secret_values(value)):
+            for form in {part, quote(part, safe="")} if part else ():
                 text = text.replace(form, REDACTED)
     for shape in _KEY_SHAPES:
         text = shape.sub(lambda m: (m.group(1) + m.group(2) + REDACTED) if m.lastindex else REDACTED, text)
@@ -125,8 +128,8 @@ def from_transport(error: BaseException) -> SwitchboardError:
     if isinstance(error, httpx.TimeoutException | TimeoutError) or _caused_by(error, httpx.TimeoutException):
         return UpstreamTimeout()
     if isinstance(error, httpx.ConnectError | ConnectFailed) or _caused_by(error, httpx.ConnectError):
-        return UpstreamFailed("could not connect to the provider")
-    return UpstreamFailed("the provider connection failed")
+        return UpstreamConnectionFailed("could not connect to the provider")
+    return UpstreamConnectionFailed("the provider connection failed")
 
 
 def from_litellm(error: Exception, secret: Secret | None, depth: int = 0) -> SwitchboardError:

@@ -1,4 +1,5 @@
-"""Anthropic and Gemini through litellm's translation, over our pooled, guarded transport."""
+"""Providers reached through litellm's translation (the long tail of SPEC §15, and anthropic and
+gemini for the differential test), over our pooled, guarded transport."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 
 import httpx
 
-from switchboard.errors import BadRequest, SwitchboardError
-from switchboard.upstream import gemini_embeddings, provider_errors
+from switchboard.errors import BadRequest, SwitchboardError, Unprocessable
+from switchboard.upstream import gemini_embeddings, provider_errors, providers
 from switchboard.upstream.litellm_loader import litellm_module
 from switchboard.upstream.openai_format import chunk_events, completion_body
 from switchboard.upstream.pool import ClientPool
@@ -30,6 +31,15 @@ CHAT_PARAMS = frozenset((
     "thinking", "verbosity",
 ))
 # fmt: on
+
+# Kinds whose litellm path calls an OpenAI SDK client's methods rather than an AsyncHTTPHandler's.
+# (The OpenAI-compatible kinds would too, but litellm_loader switches them to the handler.)
+_SDK_CLIENTS = {
+    "azure": "azure",
+    "azure_text": "azure",
+    "text-completion-openai": "openai",
+    "text-completion-inception": "openai",
+}
 
 # The responses opened by the current call, so that aclose() can drop the provider connection
 # even where litellm's own stream iterator does not close it.
@@ -54,36 +64,96 @@ class _SharedTransport(httpx.AsyncBaseTransport):
         return None
 
 
-def api_base(target: UpstreamTarget) -> str:
+def api_base(target: UpstreamTarget) -> str | None:
+    """litellm's api_base: the credential's base_url (SPEC §15), else the provider's own endpoint."""
+    if target.provider not in ROOTS:
+        return target.base_url.rstrip("/") if target.base_url else None  # None: litellm's default
     root = (target.base_url or ROOTS[target.provider]).rstrip("/")
     # litellm appends /v1/messages to Anthropic's base, but /models/{model}:… to Gemini's.
     return root + "/v1beta" if target.provider == "gemini" else root
+
+
+def credential_kwargs(target: UpstreamTarget) -> dict[str, str]:
+    """The secret as litellm's kwargs: `api_key`, or a JSON secret's fields (azure's api_key and
+    api_version, bedrock's aws_* keys), whose names are litellm's own."""
+    try:
+        fields = providers.parse_secret(target.provider, target.secret.reveal())
+    except providers.SecretProblem as problem:
+        # Stored secrets were checked when saved; a deployment's comes from its environment.
+        raise Unprocessable(f"the credential's secret does not fit its provider: {problem}") from None
+    return {"api_key": target.secret.reveal()} if fields is None else fields
 
 
 class TranslatedRelay:
     def __init__(self, pool: ClientPool) -> None:
         self._pool = pool
         self._handlers: dict[bool, Any] = {}
+        self._http: dict[bool, httpx.AsyncClient] = {}
 
     async def _call_kwargs(self, target: UpstreamTarget) -> tuple[Any, dict[str, Any]]:
         litellm = await litellm_module()
-        handler = self._handlers.get(target.allow_private)
-        if handler is None:
-            from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
-
-            transport = _SharedTransport(self._pool.transport(target.allow_private))
-            handler = AsyncHTTPHandler(transport=transport, follow_redirects=False)
-            self._handlers[target.allow_private] = handler
         timeouts = self._pool.timeouts
-        return litellm, {
+        secret = credential_kwargs(target)
+        base = api_base(target)
+        kwargs: dict[str, Any] = {
             "model": f"{target.provider}/{target.model}",
-            "api_key": target.secret.reveal(),
-            "api_base": api_base(target),
-            "client": handler,
+            **secret,
+            "client": self._client(target, secret, base),
             # A backstop only: the relay times first byte and idle itself, and the guard caps connect.
             "timeout": timeouts.first_byte + timeouts.idle,
             "num_retries": 0,
         }
+        if base is not None:
+            kwargs["api_base"] = base
+        return litellm, kwargs
+
+    def _client(self, target: UpstreamTarget, secret: dict[str, str], base: str | None) -> Any:
+        """The client litellm sends this provider's request with, always on our guarded pool.
+
+        Most of litellm's providers take its AsyncHTTPHandler; azure and the text-completion kinds
+        take an OpenAI SDK client instead (litellm calls its methods), built per call (~50 µs) so
+        that no decrypted key outlives the call.
+        """
+        sdk = _SDK_CLIENTS.get(target.provider)
+        if sdk is None:
+            return self._handler(target.allow_private)
+        import openai  # loaded with litellm, which depends on it
+
+        http = self._sdk_http(target.allow_private)
+        if sdk == "azure":
+            return openai.AsyncAzureOpenAI(
+                api_key=secret["api_key"],
+                api_version=secret["api_version"],
+                azure_endpoint=base or "",
+                http_client=http,
+                max_retries=0,
+            )
+        return openai.AsyncOpenAI(api_key=secret["api_key"], base_url=base, http_client=http, max_retries=0)
+
+    def _handler(self, allow_private: bool) -> Any:
+        handler = self._handlers.get(allow_private)
+        if handler is None:
+            from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+            transport = _SharedTransport(self._pool.transport(allow_private))
+            handler = AsyncHTTPHandler(transport=transport, follow_redirects=False)
+            self._handlers[allow_private] = handler
+        return handler
+
+    def _sdk_http(self, allow_private: bool) -> httpx.AsyncClient:
+        client = self._http.get(allow_private)
+        if client is None:
+            timeouts = self._pool.timeouts
+            client = httpx.AsyncClient(
+                transport=_SharedTransport(self._pool.transport(allow_private)),
+                timeout=httpx.Timeout(
+                    connect=timeouts.connect, read=None, write=timeouts.first_byte, pool=timeouts.connect
+                ),
+                follow_redirects=False,
+                trust_env=False,
+            )
+            self._http[allow_private] = client
+        return client
 
     async def chat(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         litellm, kwargs = await self._call_kwargs(target)
@@ -102,6 +172,8 @@ class TranslatedRelay:
         return UpstreamReply(body=payload, usage=usage)
 
     async def embeddings(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
+        if not providers.is_native(target.provider):
+            raise BadRequest(f"the gateway offers no embeddings from {target.provider} models", param="model")
         if target.provider != "gemini":
             raise BadRequest(f"{target.provider} models do not offer embeddings", param="model")
         return await gemini_embeddings.embed(self._pool, target, body)

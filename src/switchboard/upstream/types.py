@@ -8,13 +8,15 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from switchboard.kit.secret import Secret
+from switchboard.upstream.providers import NATIVE
 
-PROVIDER_KINDS = ("openai", "anthropic", "gemini")
+# The kinds the gateway's own code calls; upstream/providers.py knows every kind (SPEC §15).
+PROVIDER_KINDS = NATIVE
 
 
 @dataclass(frozen=True)
 class UpstreamTarget:
-    provider: str  # "openai" | "anthropic" | "gemini"
+    provider: str  # a kind upstream/providers.py knows: "openai", "anthropic", "gemini", "mistral", …
     model: str  # the provider's own model name
     secret: Secret
     base_url: str | None = None  # None: the provider's public endpoint

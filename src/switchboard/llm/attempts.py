@@ -1,0 +1,150 @@
+"""The attempt loop: walks a call's plan (routing/plan.py) until an attempt answers (SPEC §14).
+
+The relay says how to ask the provider once; this module decides what follows a failure: the same
+route again (connect errors and timeouts, up to `retries` more times after a short jittered pause),
+the next route (5xx, 429, 529, a rejected key), or the end of the call (any other failure, the
+client leaving, no route left). Every attempt the call moves on from is recorded on its way out; the
+last one is settled (ledger.settle) by the relay on success, or here on failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, TypeVar
+
+import anyio
+
+from switchboard.errors import SwitchboardError, UpstreamTimeout
+from switchboard.llm.context import PreparedCall
+from switchboard.llm.ledger import record_attempt, settle
+from switchboard.llm.outcomes import build_outcome, error_code_of
+from switchboard.metering.outcome import CallOutcome
+from switchboard.routing.failures import Verdict, final_error, verdict_of
+from switchboard.routing.route import Route
+
+T = TypeVar("T")
+RETRY_PAUSE_S = 0.1  # the pause before trying the same route again, jittered ±50 %
+ATTEMPTS_HEADER = "x-switchboard-attempts"
+_NO_TIMER = contextlib.nullcontext()
+
+
+class Attempts:
+    """One per call; `route` is the attempt under way (also on the call: `model`, `credential`)."""
+
+    __slots__ = ("_call", "_errors", "_index", "_pending", "_state", "_tries", "route")
+
+    def __init__(self, state: Any, call: PreparedCall) -> None:
+        self._state = state
+        self._call = call
+        self._index = 0
+        self._tries = 0  # tries of the current route after its first
+        self._errors: list[BaseException] = []
+        self._pending: CallOutcome | None = None  # the failed attempt before this one, not yet recorded
+        self.route: Route = call.routes[0]
+
+    async def walk(self, ask: Callable[[], Awaitable[T]]) -> T:
+        """`ask()`'s answer from the first attempt that gives one; raises the call's final failure
+        once it has been settled. The caller ends the route with `done()` when the answer is out."""
+        while True:
+            self._begin()
+            try:
+                if self._pending is not None:
+                    outcome, self._pending = self._pending, None
+                    await record_attempt(self._state, self._call, outcome)
+                async with self._first_byte_timer():
+                    return await ask()
+            except BaseException as raised:
+                error = _gateway_error(raised)
+                if await self._failed(error):
+                    continue
+                raise await self._give_up(error) from None
+
+    def done(self, error: BaseException | None = None) -> None:
+        """The answer is out (or broke off after its first byte): the route's health learns how it went."""
+        routing = self._state.routing
+        routing.ended(self.route)
+        if error is None:
+            routing.succeeded(self.route)
+            return
+        verdict = verdict_of(error)
+        if verdict is not Verdict.STOP:
+            routing.failed(self.route, verdict, error)
+
+    def _begin(self) -> None:
+        call = self._call
+        if self._errors:  # a later attempt: the same route again, or the next
+            call.attempt += 1
+            route = self.route = call.routes[self._index]
+            call.model, call.credential = route.model, route.credential
+            call.body["model"] = route.model.model
+        self._state.routing.started(self.route)
+
+    def _first_byte_timer(self) -> AbstractAsyncContextManager[Any]:
+        # The upstream client's own first-byte timeout always applies; a route's tighter one is
+        # enforced here. A non-streamed answer must be complete within it.
+        limit = self.route.settings.first_byte_timeout_s
+        if limit >= self._state.settings.upstream_first_byte_timeout:
+            return _NO_TIMER
+        return asyncio.timeout(limit)
+
+    async def _failed(self, error: BaseException) -> bool:
+        """Whether another attempt follows this failed one."""
+        routing, route = self._state.routing, self.route
+        routing.ended(route)
+        if isinstance(error, asyncio.CancelledError):
+            return False
+        verdict = verdict_of(error)
+        if verdict is not Verdict.STOP:
+            routing.failed(route, verdict, error)
+        self._errors.append(error)
+        pause = 0.0
+        if verdict is Verdict.STOP:
+            return False
+        if verdict is Verdict.RETRY and self._tries < route.settings.retries:
+            self._tries += 1
+            pause = RETRY_PAUSE_S * random.uniform(0.5, 1.5)  # jitter, not a secret
+        elif self._index + 1 < len(self._call.routes):
+            self._index += 1
+            self._tries = 0
+        else:
+            return False
+        self._pending = build_outcome(self._call, status="error", usage=None, error_code=error_code_of(error))
+        if pause:
+            try:
+                await asyncio.sleep(pause)
+            except asyncio.CancelledError:
+                # The client left during the pause: the failed attempt is the call's last.
+                outcome, self._pending = self._pending, None
+                with anyio.CancelScope(shield=True):
+                    await settle(self._state, self._call, outcome)
+                raise
+        return True
+
+    async def _give_up(self, error: BaseException) -> BaseException:
+        """Settles the call with its last attempt's record; returns what the client gets."""
+        cancelled = isinstance(error, asyncio.CancelledError)
+        outcome = build_outcome(
+            self._call,
+            status="cancelled" if cancelled else "error",
+            usage=None,
+            error_code=error_code_of(error),
+        )
+        # No stored answer: the idempotency key is released, so the call may be tried again.
+        with anyio.CancelScope(shield=True):
+            await settle(self._state, self._call, outcome)
+        if cancelled or not self._errors:
+            return error
+        final = final_error(self._errors)
+        if isinstance(final, SwitchboardError):
+            final.headers[ATTEMPTS_HEADER] = str(self._call.attempt)
+        return final
+
+
+def _gateway_error(error: BaseException) -> BaseException:
+    if type(error) is TimeoutError:  # the route's first-byte timer (the upstream raises its own types)
+        return UpstreamTimeout("the provider sent no answer within the route's first_byte_timeout_s")
+    return error

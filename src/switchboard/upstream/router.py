@@ -1,0 +1,32 @@
+"""GET /providers (SPEC §15): the provider kinds credentials and selectors may name."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from switchboard.auth.dependencies import CurrentPrincipal
+from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
+from switchboard.upstream import service
+from switchboard.upstream.schemas import ProviderOut
+
+# Listed with credentials: the list tells a caller what a credential's `provider` and `secret` take.
+router = APIRouter(tags=["LLM Credentials"])
+
+
+def _allow_private(request: Request) -> bool:
+    return bool(request.app.state.settings.allow_private_upstreams)
+
+
+AllowPrivate = Annotated[bool, Depends(_allow_private)]
+
+
+@router.get("/providers", operation_id="listProviders_LlmCredentials")
+async def list_providers(
+    _principal: CurrentPrincipal,
+    allow_private: AllowPrivate,
+    cursor: Cursor = None,
+    limit: Limit = DEFAULT_LIMIT,
+) -> Page[ProviderOut]:
+    return service.list_providers(cursor, limit, allow_private)

@@ -1,0 +1,104 @@
+"""Trying the same route again (SPEC §14): on connect errors and timeouts before the first byte, `retries`
+more times; never on other 4xx; never once the first byte has reached the client."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from typing import Any
+
+import openai
+import pytest
+
+from tests.routing.conftest import QUICK, Caller, key
+
+
+def test_a_connection_lost_before_the_first_byte_is_retried_on_the_same_key(caller: Caller) -> None:
+    flaky = key("flaky-1")
+    credential = caller.add_key("openai", flaky)
+    raw = caller.chat()
+    assert raw.parse().choices[0].message.content
+    assert raw.headers["x-switchboard-attempts"] == "2"
+    assert caller.tried(flaky) == 2
+    first, second = caller.records(raw.headers["x-request-id"])
+    assert (first["status"], first["credential_id"], first["model"]) == ("error", credential, "gpt-4o-mini")
+    assert (second["status"], second["credential_id"], second["model"]) == ("ok", credential, "gpt-4o-mini")
+
+
+def test_retries_n_means_one_plus_n_tries_then_the_next_route(caller: Caller) -> None:
+    flaky = key("flaky-2")  # fails twice: the default `retries: 1` gives up on it after two tries
+    caller.add_key("openai", flaky)
+    caller.add_key("anthropic", key())
+    raw = caller.chat()
+    assert raw.headers["x-switchboard-attempts"] == "3"
+    assert raw.headers["x-switchboard-model"] == "anthropic/claude-3-5-haiku-latest"
+    assert caller.tried(flaky) == 2
+
+
+def test_a_provider_that_never_answers_times_out_and_the_call_moves_on(caller: Caller) -> None:
+    # gpt-quick's own routing: first_byte_timeout_s 0.5, retries 0.
+    hanging, answering = key("hang"), key()
+    caller.add_key("openai", hanging)
+    caller.add_key("openai", answering)
+    raws = [caller.chat(f"openai/{QUICK}") for _ in range(2)]  # each key is first in line once
+    assert all(raw.parse().choices[0].message.content for raw in raws)
+    assert caller.tried(hanging) == 1  # retries 0: one try, then the other key
+    records = [record for raw in raws for record in caller.records(raw.headers["x-request-id"])]
+    assert sorted((r["status"], r["error_code"]) for r in records) == [
+        ("error", "LLM_FAILED"),
+        ("ok", None),
+        ("ok", None),
+    ]
+
+
+def test_a_refused_connection_is_retried_then_the_next_route(caller: Caller) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    caller.add_key("openai", key(), base_url=f"http://127.0.0.1:{closed}/v1")
+    caller.add_key("anthropic", key())
+    raw = caller.chat()
+    assert raw.headers["x-switchboard-attempts"] == "3"  # two tries of the refused route, then anthropic
+    records = caller.records(raw.headers["x-request-id"])
+    assert [(r["provider"], r["status"]) for r in records] == [
+        ("openai", "error"),
+        ("openai", "error"),
+        ("anthropic", "ok"),
+    ]
+
+
+def test_a_request_the_provider_refuses_is_not_tried_elsewhere(caller: Caller, fake_provider: Any) -> None:
+    model = f"gpt-{uuid.uuid4().hex[:10]}"
+    fake_provider.script(model, fail="bad_request")
+    caller.add_key("openai", key())
+    caller.add_key("openai", key())
+    with pytest.raises(openai.BadRequestError) as raised:
+        caller.chat(f"openai/{model}")
+    assert raised.value.response.headers["x-switchboard-attempts"] == "1"
+    assert len(fake_provider.received(model)) == 1
+
+
+def test_a_stream_that_breaks_after_its_first_byte_is_not_tried_again(
+    caller: Caller, fake_provider: Any
+) -> None:
+    model = f"gpt-{uuid.uuid4().hex[:10]}"
+    fake_provider.script(model, break_after=2)
+    caller.add_key("openai", key())
+    caller.add_key("openai", key())
+    response = caller.post({"model": f"openai/{model}", "stream": True})
+    assert response.status_code == 200
+    assert response.headers["x-switchboard-attempts"] == "1"
+    assert '"error"' in response.text and "[DONE]" not in response.text
+    assert len(fake_provider.received(model)) == 1
+    [record] = caller.records(response.headers["x-request-id"])
+    assert record["status"] == "error"
+
+
+def test_a_stream_falls_back_before_its_first_byte(caller: Caller) -> None:
+    caller.add_key("openai", key("down"))
+    caller.add_key("anthropic", key())
+    response = caller.post({"model": "openai/gpt-4o-mini", "stream": True})
+    assert response.status_code == 200
+    assert response.text.endswith("data: [DONE]\n\n")
+    assert response.headers["x-switchboard-model"] == "anthropic/claude-3-5-haiku-latest"
+    assert response.headers["x-switchboard-attempts"] == "2"
