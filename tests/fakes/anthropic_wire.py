@@ -118,3 +118,107 @@ def error(script: Script, api_key: str | None) -> tuple[int, dict[str, Any]]:
         "type": "error",
         "error": {"type": type_, "message": script.message or message},
     }
+
+
+# --- whole answers, for scripts that send a provider answer verbatim (Script.answer / answer_events) ---
+def message(
+    content: list[dict[str, Any]],
+    *,
+    stop: str | None = "end_turn",
+    usage: dict[str, Any] | None = None,
+    message_id: str = "msg_01CorpusAnswer",
+    model: str = "claude-sonnet-4-5-20250929",
+    stop_sequence: str | None = None,
+) -> dict[str, Any]:
+    """A Messages answer as Anthropic writes it."""
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": stop_sequence,
+        "usage": usage or {"input_tokens": 25, "output_tokens": 12},
+    }
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def tool_use(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+
+
+def thinking(
+    value: str, signature: str = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
+) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": value, "signature": signature}
+
+
+def _pieces(value: str, size: int) -> list[str]:
+    return [value[i : i + size] for i in range(0, len(value), size)] or [""]
+
+
+def stream_of(answer: dict[str, Any], *, piece: int = 7) -> list[bytes]:
+    """The stream Anthropic sends for `answer`: message_start (its input usage and 1 output token),
+    then per block content_block_start, deltas (text and thinking in pieces of `piece` characters, a
+    thinking block's signature, a tool's input as input_json_delta pieces after the empty one Anthropic
+    sends first), content_block_stop; a ping after the first block's start; message_delta with the
+    stop reason and output tokens; message_stop."""
+    usage = dict(answer["usage"])
+    start_usage = {key: value for key, value in usage.items() if key != "output_tokens"}
+    head = {**answer, "content": [], "stop_reason": None, "stop_sequence": None}
+    events = [
+        event(
+            "message_start",
+            {"type": "message_start", "message": {**head, "usage": {**start_usage, "output_tokens": 1}}},
+        )
+    ]
+    for index, block in enumerate(answer["content"]):
+        kind = block["type"]
+        if kind == "text":
+            opening, deltas = (
+                {"type": "text", "text": ""},
+                [{"type": "text_delta", "text": p} for p in _pieces(block["text"], piece)],
+            )
+        elif kind == "thinking":
+            opening = {"type": "thinking", "thinking": ""}
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"], piece)]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        elif kind in ("tool_use", "server_tool_use"):
+            opening = {**block, "input": {}}
+            arguments = orjson.dumps(block["input"]).decode() if block["input"] else ""
+            deltas = [{"type": "input_json_delta", "partial_json": ""}]
+            deltas += [
+                {"type": "input_json_delta", "partial_json": p} for p in _pieces(arguments, piece) if p
+            ]
+        else:  # redacted_thinking and the like arrive whole
+            opening, deltas = block, []
+        events.append(
+            event(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": opening},
+            )
+        )
+        if index == 0:
+            events.append(event("ping", {"type": "ping"}))
+        events += [
+            event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
+        ]
+        events.append(event("content_block_stop", {"type": "content_block_stop", "index": index}))
+    delta = {"stop_reason": answer["stop_reason"], "stop_sequence": answer["stop_sequence"]}
+    events.append(
+        event(
+            "message_delta",
+            {"type": "message_delta", "delta": delta, "usage": {"output_tokens": usage["output_tokens"]}},
+        )
+    )
+    events.append(event("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def error_event(kind: str, message_text: str) -> bytes:
+    return event("error", {"type": "error", "error": {"type": kind, "message": message_text}})

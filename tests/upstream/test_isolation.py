@@ -1,4 +1,5 @@
-"""OpenAI-format calls never import litellm; litellm calls reach no host but the provider."""
+"""Calls to the native kinds (openai, anthropic, gemini) never import litellm; litellm's calls (the
+long tail, Gemini embeddings) reach no host but the provider."""
 
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ async def main():
     assert [e async for e in client.chat_stream(target, body)]
     await client.embeddings(target, {"input": "a"})
     assert litellm_prices("openai", "gpt-4o-mini") is not None
+    for kind in ("anthropic", "gemini"):  # the gateway's own adapters
+        native = UpstreamTarget(kind, "m", Secret("k"), sys.argv[1], True)
+        assert (await client.chat(native, {**body, "max_tokens": 5})).usage.prompt_tokens == 11
+        assert [e async for e in client.chat_stream(native, {**body, "max_tokens": 5})]
     await client.aclose()
 
 asyncio.run(main())
@@ -68,10 +73,9 @@ from switchboard.upstream.types import Timeouts, UpstreamTarget
 async def main():
     client = UpstreamClient(Timeouts(5, 10, 5))
     body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}
-    for kind in ("anthropic", "gemini"):
-        target = UpstreamTarget(kind, "m", Secret("k"), sys.argv[1], True)
-        await client.chat(target, body)
-        assert [e async for e in client.chat_stream(target, body)]
+    target = UpstreamTarget("mistral", "m", Secret("k"), sys.argv[1] + "/v1", True)  # through litellm
+    await client.chat(target, body)
+    assert [e async for e in client.chat_stream(target, body)]
     await client.embeddings(UpstreamTarget("gemini", "e", Secret("k"), sys.argv[1], True), {"input": "a"})
     await client.aclose()
 
@@ -93,7 +97,7 @@ def run(code: str, fake_provider: FakeProvider) -> str:
     return done.stdout
 
 
-def test_openai_kind_calls_never_import_litellm(fake_provider: FakeProvider) -> None:
+def test_native_kind_calls_never_import_litellm(fake_provider: FakeProvider) -> None:
     assert "LOADED []" in run(OPENAI_ONLY, fake_provider)
 
 

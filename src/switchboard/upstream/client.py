@@ -7,6 +7,9 @@ from typing import Any, Protocol
 from switchboard.errors import BadRequest
 from switchboard.settings import Settings
 from switchboard.upstream import providers
+from switchboard.upstream.adapters.anthropic import AnthropicAdapter
+from switchboard.upstream.adapters.gemini import GeminiAdapter
+from switchboard.upstream.adapters.relay import AdaptedRelay
 from switchboard.upstream.connection_pool import ProviderConnections
 from switchboard.upstream.native import NativeRelay
 from switchboard.upstream.openai_relay import OpenAIRelay
@@ -24,8 +27,9 @@ class Relay(Protocol):
 
 class UpstreamClient:
     """`openai` goes through the byte relay on its own HTTP/1.1 connection pool; `anthropic` and
-    `gemini` through litellm on an httpx pool (litellm takes only an httpx client). litellm and the
-    httpx pool are built on the first such call, never for OpenAI-format traffic."""
+    `gemini` through the gateway's own adapters (upstream/adapters/) on the same pool; every other
+    kind through litellm on an httpx pool (litellm takes only an httpx client). litellm and the
+    httpx pool are built on the first such call, never for the native kinds' chat traffic."""
 
     def __init__(self, timeouts: Timeouts) -> None:
         self.connections = ProviderConnections(timeouts)
@@ -33,6 +37,10 @@ class UpstreamClient:
         self._openai = OpenAIRelay(self.connections)
         # Surfaces relayed to a provider that speaks them (Anthropic Messages, OpenAI Responses).
         self.native = NativeRelay(self.connections)
+        self._adapted: dict[str, Relay] = {
+            "anthropic": AdaptedRelay(self.connections, AnthropicAdapter()),
+            "gemini": AdaptedRelay(self.connections, GeminiAdapter()),
+        }
         self._translated: Relay | None = None
 
     @classmethod
@@ -52,20 +60,20 @@ class UpstreamClient:
     def _relay(self, target: UpstreamTarget) -> Relay:
         if target.provider == "openai":
             return self._openai
-        if target.provider in ("anthropic", "gemini"):
-            if self._translated is None:
-                from switchboard.upstream.translated import TranslatedRelay
+        adapted = self._adapted.get(target.provider)
+        if adapted is not None:
+            return adapted
+        return self._translated_relay(target)
 
-                self._translated = TranslatedRelay(self.pool)
-            return self._translated
-        if providers.is_known(target.provider):
-            # Every other provider litellm knows (SPEC §15): through litellm, loaded on first use.
-            if self._translated is None:
-                from switchboard.upstream.translated import TranslatedRelay
+    def _translated_relay(self, target: UpstreamTarget) -> Relay:
+        """Every other provider litellm knows (SPEC §15), and Gemini's embeddings."""
+        if not providers.is_known(target.provider):
+            raise BadRequest(f"unknown provider kind {target.provider!r}")
+        if self._translated is None:
+            from switchboard.upstream.translated import TranslatedRelay
 
-                self._translated = TranslatedRelay(self.pool)
-            return self._translated
-        raise BadRequest(f"unknown provider kind {target.provider!r}")
+            self._translated = TranslatedRelay(self.pool)
+        return self._translated
 
     async def chat(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         """A non-streamed chat completion as OpenAI-format JSON bytes."""
@@ -76,7 +84,9 @@ class UpstreamClient:
         return self._relay(target).chat_stream(target, body)
 
     async def embeddings(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
-        return await self._relay(target).embeddings(target, body)
+        if target.provider == "openai":
+            return await self._openai.embeddings(target, body)
+        return await self._translated_relay(target).embeddings(target, body)
 
     async def completions(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         """A legacy text completion, relayed: only OpenAI-format providers offer the endpoint."""

@@ -29,6 +29,11 @@ def _cost_map() -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
+def litellm_model_map() -> dict[str, Any]:
+    """litellm's whole model map (capability flags, fallback rules), for the adapters to read only."""
+    return _cost_map()
+
+
 def _per_million(per_token: object) -> Decimal | None:
     if isinstance(per_token, bool) or not isinstance(per_token, int | float):
         return None

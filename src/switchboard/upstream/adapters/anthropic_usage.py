@@ -1,0 +1,99 @@
+"""Anthropic's usage object as the gateway's Usage, counted as litellm 1.106.0 counts it.
+
+`prompt_tokens` is everything read: input + cache reads + cache writes (Anthropic's `input_tokens`
+excludes both). Anthropic does not say how many output tokens were thinking unless it sends
+`output_tokens_details.thinking_tokens`; otherwise, as litellm does, the thinking text is counted
+with tiktoken's cl100k_base (litellm's default tokenizer, loaded from the copy litellm ships, never
+downloaded) and capped at the output tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from switchboard.upstream.types import Usage
+
+CL100K_FILE = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"  # tiktoken's cache name of cl100k_base
+CL100K_PATTERN = (  # tiktoken's cl100k_base split pattern
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+CHARS_PER_TOKEN = 4  # the estimate when no tokenizer can be had
+
+
+def usage(raw: Mapping[str, Any], thinking: str | None) -> Usage:
+    """`raw`: Anthropic's usage (merged over the stream's events); `thinking`: the answer's thinking text.
+
+    A usage with `iterations` (several model passes in one answer) counts their sum."""
+    iterations = raw.get("iterations")
+    runs = (
+        [it for it in iterations if isinstance(it, dict)]
+        if isinstance(iterations, list) and iterations
+        else [raw]
+    )
+    read = sum(_count(run, "cache_read_input_tokens") for run in runs)
+    written = sum(_count(run, "cache_creation_input_tokens") for run in runs)
+    prompt = sum(_count(run, "input_tokens") for run in runs) + read + written
+    completion = sum(_count(run, "output_tokens") for run in runs)
+    reported = _thinking_tokens(raw)
+    if runs[0] is not raw:
+        found = [_thinking_tokens(run) for run in runs]
+        if all(n is not None for n in found):
+            reported = sum(n for n in found if n is not None)
+    if reported is not None:
+        reasoning = min(max(0, reported), completion)
+    elif thinking:
+        reasoning = min(count_tokens(thinking), completion)
+    else:
+        reasoning = 0
+    return Usage(
+        prompt_tokens=prompt, completion_tokens=completion, cached_tokens=read, reasoning_tokens=reasoning
+    )
+
+
+def _count(raw: Mapping[str, Any], key: str) -> int:
+    value = raw.get(key)
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _thinking_tokens(raw: Mapping[str, Any]) -> int | None:
+    details = raw.get("output_tokens_details")
+    value = details.get("thinking_tokens") if isinstance(details, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def count_tokens(text: str) -> int:
+    encoder = _cl100k()
+    if encoder is None:
+        return max(1, round(len(text) / CHARS_PER_TOKEN))
+    return len(encoder.encode(text, disallowed_special=()))
+
+
+@functools.cache
+def _cl100k() -> Any:
+    """tiktoken's cl100k_base from the file litellm ships (found without importing litellm), or None."""
+    try:
+        import tiktoken
+        from tiktoken.load import load_tiktoken_bpe
+    except ImportError:
+        return None
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).with_name("litellm_core_utils") / "tokenizers" / CL100K_FILE
+    if not path.is_file():
+        return None
+    try:
+        ranks = load_tiktoken_bpe(str(path))
+    except (OSError, ValueError):
+        return None
+    return tiktoken.Encoding(
+        name="cl100k_base",
+        pat_str=CL100K_PATTERN,
+        mergeable_ranks=ranks,
+        special_tokens={"<|endoftext|>": 100257},
+    )
