@@ -10,15 +10,13 @@ last one is settled (ledger.settle) by the relay on success, or here on failure.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
 import anyio
 
-from switchboard.errors import SwitchboardError, UpstreamTimeout
+from switchboard.errors import SwitchboardError
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.ledger import record_attempt, settle
 from switchboard.llm.outcomes import build_outcome, error_code_of
@@ -29,7 +27,6 @@ from switchboard.routing.route import Route
 T = TypeVar("T")
 RETRY_PAUSE_S = 0.1  # the pause before trying the same route again, jittered ±50 %
 ATTEMPTS_HEADER = "x-switchboard-attempts"
-_NO_TIMER = contextlib.nullcontext()
 
 
 class Attempts:
@@ -55,10 +52,9 @@ class Attempts:
                 if self._pending is not None:
                     outcome, self._pending = self._pending, None
                     await record_attempt(self._state, self._call, outcome)
-                async with self._first_byte_timer():
-                    return await ask()
+                return await ask()
             except BaseException as raised:
-                error = _gateway_error(raised)
+                error = raised
                 if await self._failed(error):
                     continue
                 raise await self._give_up(error) from None
@@ -82,14 +78,6 @@ class Attempts:
             call.model, call.credential = route.model, route.credential
             call.body["model"] = route.model.model
         self._state.routing.started(self.route)
-
-    def _first_byte_timer(self) -> AbstractAsyncContextManager[Any]:
-        # The upstream client's own first-byte timeout always applies; a route's tighter one is
-        # enforced here. A non-streamed answer must be complete within it.
-        limit = self.route.settings.first_byte_timeout_s
-        if limit >= self._state.settings.upstream_first_byte_timeout:
-            return _NO_TIMER
-        return asyncio.timeout(limit)
 
     async def _failed(self, error: BaseException) -> bool:
         """Whether another attempt follows this failed one."""
@@ -142,9 +130,3 @@ class Attempts:
         if isinstance(final, SwitchboardError):
             final.headers[ATTEMPTS_HEADER] = str(self._call.attempt)
         return final
-
-
-def _gateway_error(error: BaseException) -> BaseException:
-    if type(error) is TimeoutError:  # the route's first-byte timer (the upstream raises its own types)
-        return UpstreamTimeout("the provider sent no answer within the route's first_byte_timeout_s")
-    return error

@@ -25,6 +25,7 @@ from switchboard.llm.outcomes import (
 )
 from switchboard.llm.sse_response import SSEResponse
 from switchboard.metering.outcome import CallStatus
+from switchboard.routing.route import Route
 from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget
 
 DONE = b"data: [DONE]\n\n"
@@ -57,14 +58,20 @@ class _JSONReply(Response):
         ]
 
 
-async def _target(state: Any, call: PreparedCall) -> UpstreamTarget:
+async def _target(state: Any, call: PreparedCall, route: Route) -> UpstreamTarget:
     secret = await state.credentials.reveal(call.credential)
+    settings, routing = state.settings, route.settings
+    # The route's timeouts where tighter than the deployment's: the upstream applies them itself.
+    first_byte = routing.first_byte_timeout_s
+    connect = routing.connect_timeout_s
     return UpstreamTarget(
         provider=call.model.provider,
         model=call.model.model,
         secret=secret,
         base_url=call.credential.base_url,
-        allow_private=state.settings.allow_private_upstreams,
+        allow_private=settings.allow_private_upstreams,
+        first_byte=first_byte if first_byte < settings.upstream_first_byte_timeout else None,
+        connect=connect if connect < settings.upstream_connect_timeout else None,
     )
 
 
@@ -73,9 +80,9 @@ def _attempt_kind(kind: str, provider: str) -> str:
     return "completions_over_chat" if kind == "completions" and provider != "openai" else kind
 
 
-async def _ask_json(state: Any, call: PreparedCall, kind: str) -> UpstreamReply:
+async def _ask_json(state: Any, call: PreparedCall, kind: str, route: Route) -> UpstreamReply:
     """One attempt at a non-streamed answer, with the attempt's model and credential."""
-    target = await _target(state, call)
+    target = await _target(state, call, route)
     kind = _attempt_kind(kind, call.model.provider)
     if kind == "embeddings":
         reply: UpstreamReply = await state.upstream.embeddings(target, call.body)
@@ -91,7 +98,7 @@ async def _ask_json(state: Any, call: PreparedCall, kind: str) -> UpstreamReply:
 async def relay_json(state: Any, call: PreparedCall, kind: str) -> Response:
     """Non-streamed chat completion or embeddings: one JSON body, recorded before it is sent."""
     attempts = Attempts(state, call)
-    reply = await attempts.walk(lambda: _ask_json(state, call, kind))
+    reply = await attempts.walk(lambda: _ask_json(state, call, kind, attempts.route))
     attempts.done()
     usage, error_code = reply.usage, None
     if usage is None:  # an answer the client got and the provider did not count: never free
@@ -139,9 +146,11 @@ def _open_stream(state: Any, target: UpstreamTarget, call: PreparedCall, kind: s
     return stream
 
 
-async def _ask_stream(state: Any, call: PreparedCall, kind: str) -> tuple[UpstreamStream, StreamEvent | None]:
+async def _ask_stream(
+    state: Any, call: PreparedCall, kind: str, route: Route
+) -> tuple[UpstreamStream, StreamEvent | None]:
     """One attempt at a stream, up to its first event: nothing has reached the client before it."""
-    target = await _target(state, call)
+    target = await _target(state, call, route)
     stream = _open_stream(state, target, call, kind)
     return stream, await anext(stream, None)
 
@@ -150,7 +159,7 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
     """Streamed completion: errors before the first chunk are plain JSON errors (raised), after
     every attempt the plan allows."""
     attempts = Attempts(state, call)
-    stream, first = await attempts.walk(lambda: _ask_stream(state, call, kind))
+    stream, first = await attempts.walk(lambda: _ask_stream(state, call, kind, attempts.route))
     ttft_ms = int((time.perf_counter() - call.started) * 1000)
 
     sent: list[bytes] = []  # kept only for an Idempotency-Key, whose retry replays these bytes

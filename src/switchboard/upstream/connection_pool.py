@@ -61,10 +61,16 @@ class ConnectionPool:
                 return conn
         return None
 
-    async def connect(self, origin: Origin, deadline: float) -> Http1Connection:
-        """A new connection, within the connect timeout and `deadline`, whichever comes first."""
+    async def connect(
+        self, origin: Origin, deadline: float, connect_timeout: float | None = None
+    ) -> Http1Connection:
+        """A new connection, within the connect timeout (the pool's, or a tighter `connect_timeout`)
+        and `deadline`, whichever comes first."""
         loop = asyncio.get_running_loop()
-        async with asyncio.timeout_at(min(deadline, loop.time() + self._connect_timeout)):
+        limit = (
+            self._connect_timeout if connect_timeout is None else min(connect_timeout, self._connect_timeout)
+        )
+        async with asyncio.timeout_at(min(deadline, loop.time() + limit)):
             if len(self._busy) >= MAX_CONNECTIONS:
                 await self._slot()
                 reused = self.reuse(origin)  # one may have come back while this call waited

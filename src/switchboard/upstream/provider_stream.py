@@ -72,7 +72,8 @@ class ProviderStream(UpstreamStream):
             raise StopAsyncIteration
         try:
             if self._conn is None:
-                self._deadline = asyncio.get_running_loop().time() + self._timeouts.first_byte
+                first_byte = self._target.first_byte or self._timeouts.first_byte
+                self._deadline = asyncio.get_running_loop().time() + first_byte
                 self._pool = self._connections.pool(self._target.allow_private)
                 self._conn = await relay_exchange.open_response(
                     self._pool,

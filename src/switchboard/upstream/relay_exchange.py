@@ -31,7 +31,7 @@ async def open_response(
     """
     try:
         request = endpoint.request(target.secret, content, headers)
-        conn = pool.reuse(endpoint.origin) or await pool.connect(endpoint.origin, deadline)
+        conn = pool.reuse(endpoint.origin) or await pool.connect(endpoint.origin, deadline, target.connect)
     except FAILURES as exc:
         raise provider_errors.from_transport(exc) from None
     try:
@@ -85,7 +85,7 @@ async def post_json(
     headers: bytes = b"",
 ) -> bytes:
     """A whole non-streamed exchange: first-byte deadline for the headers, idle timeout for the body."""
-    deadline = asyncio.get_running_loop().time() + timeouts.first_byte
+    deadline = asyncio.get_running_loop().time() + (target.first_byte or timeouts.first_byte)
     conn = await open_response(pool, timeouts, target, endpoint, content, deadline, headers)
     try:
         body = await read_body(conn, timeouts.idle, timeouts.max_body_bytes + 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections import deque
 from contextvars import ContextVar
 from typing import Any
@@ -157,11 +158,11 @@ class TranslatedRelay:
 
     async def chat(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         litellm, kwargs = await self._call_kwargs(target)
-        params = {k: v for k, v in body.items() if k in CHAT_PARAMS}
+        params = _params(body)
         opened: list[httpx.Response] = []
         token = _OPENED.set(opened)
         try:
-            async with asyncio.timeout(self._pool.timeouts.first_byte):
+            async with asyncio.timeout(target.first_byte or self._pool.timeouts.first_byte):
                 result = await litellm.acompletion(**kwargs, **params, _skip_mcp_handler=True)
         except Exception as exc:
             raise _mapped(exc, target) from None
@@ -181,7 +182,7 @@ class TranslatedRelay:
     def chat_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream:
         options = body.get("stream_options")
         wants = bool(isinstance(options, dict) and options.get("include_usage"))
-        return TranslatedStream(self, target, {k: v for k, v in body.items() if k in CHAT_PARAMS}, wants)
+        return TranslatedStream(self, target, _params(body), wants)
 
 
 class TranslatedStream(UpstreamStream):
@@ -206,7 +207,8 @@ class TranslatedStream(UpstreamStream):
         litellm, kwargs = await self._relay._call_kwargs(
             self._target
         )  # litellm's import is not the provider's time
-        self._deadline = asyncio.get_running_loop().time() + self._timeouts.first_byte
+        first_byte = self._target.first_byte or self._timeouts.first_byte
+        self._deadline = asyncio.get_running_loop().time() + first_byte
         token = _OPENED.set(self._opened)
         try:
             async with asyncio.timeout_at(self._deadline):
@@ -270,6 +272,12 @@ class TranslatedStream(UpstreamStream):
 async def _close_all(responses: list[httpx.Response]) -> None:
     for response in responses:
         await response.aclose()  # a no-op once read; mid-body it drops the connection
+
+
+def _params(body: dict[str, Any]) -> dict[str, Any]:
+    """The chat parameters litellm is given: a deep copy, since litellm rewrites some in place (tool
+    schemas) and a fallback attempt must see the client's request as it came."""
+    return copy.deepcopy({k: v for k, v in body.items() if k in CHAT_PARAMS})
 
 
 def _mapped(error: Exception, target: UpstreamTarget) -> SwitchboardError:

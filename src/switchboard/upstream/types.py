@@ -21,6 +21,10 @@ class UpstreamTarget:
     secret: Secret
     base_url: str | None = None  # None: the provider's public endpoint
     allow_private: bool = False
+    # The route's own bounds (the catalog's `routing:`, SPEC §14) where tighter than the client's
+    # Timeouts; None: the client's.
+    first_byte: float | None = None
+    connect: float | None = None
 
 
 @dataclass(frozen=True)
