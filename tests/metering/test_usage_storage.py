@@ -63,6 +63,7 @@ def usage_row(user_id: uuid.UUID, **values: Any) -> dict[str, Any]:
         "idempotency_key": None,
         "usage_estimated": False,
         "api_key_id": None,
+        "attempt": 1,
     }
     row.update(values)
     return row
