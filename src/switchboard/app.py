@@ -43,6 +43,7 @@ DOMAINS = (
     "agents",
     "llm",
     "discovery",
+    "console",  # GET /console: static pages, no lifecycle, nothing on the /v1 path
 )
 
 OPENAPI_TAGS = [
