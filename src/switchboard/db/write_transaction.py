@@ -140,7 +140,12 @@ class WriteTransactions:
 
         Callers of one process queue here rather than in the database: on PostgreSQL each waiter
         there would hold a connection of its own for as long as the row lock is held before it.
+        SQLite has one write lock for the whole file, and this process's inline transactions already
+        take turns for it (`begin`): nothing to add there.
         """
+        if self._sync is not None:
+            yield
+            return
         async with contextlib.AsyncExitStack() as stack:
             for key in sorted(set(keys)):  # type: ignore[type-var]
                 lock = self._row_locks.get(key)
