@@ -27,11 +27,14 @@ log = logging.getLogger("switchboard.errors")
 
 class Surface(Enum):
     OPENAI = "openai"
+    ANTHROPIC = "anthropic"  # /v1/messages (SPEC §16)
     REGISTRY = "registry"
     FLAT = "flat"
 
 
 def surface_for(path: str) -> Surface:
+    if path == "/v1/messages" or path.startswith("/v1/messages/"):
+        return Surface.ANTHROPIC
     if path.startswith("/v1/") or path == "/v1":
         return Surface.OPENAI
     if path == "/agents" or path.startswith("/agents/"):
@@ -39,7 +42,27 @@ def surface_for(path: str) -> Surface:
     return Surface.FLAT
 
 
+# Anthropic's error type for each status its API uses; anything else is a 4xx or 5xx of its own.
+ANTHROPIC_TYPES = {
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    503: "overloaded_error",
+    529: "overloaded_error",
+}
+
+
+def anthropic_type(status: int) -> str:
+    return ANTHROPIC_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
+
+
 def error_body(error: SwitchboardError, surface: Surface) -> dict[str, Any]:
+    if surface is Surface.ANTHROPIC:
+        # Anthropic's SDKs pick the exception class by status and show `message`; nothing else is read.
+        return {"type": "error", "error": {"type": anthropic_type(error.status), "message": error.message}}
     if surface is Surface.OPENAI:
         return {
             "error": {

@@ -26,6 +26,18 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             }
         },
     },
+    "AnthropicError": {  # /v1/messages (SPEC §16)
+        "type": "object",
+        "required": ["type", "error"],
+        "properties": {
+            "type": {"const": "error"},
+            "error": {
+                "type": "object",
+                "required": ["type", "message"],
+                "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+            },
+        },
+    },
     "RegistryError": {
         "type": "object",
         "required": ["error"],
@@ -51,7 +63,12 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         },
     },
 }
-_SCHEMA_OF = {Surface.OPENAI: "OpenAIError", Surface.REGISTRY: "RegistryError", Surface.FLAT: "FlatError"}
+_SCHEMA_OF = {
+    Surface.OPENAI: "OpenAIError",
+    Surface.ANTHROPIC: "AnthropicError",
+    Surface.REGISTRY: "RegistryError",
+    Surface.FLAT: "FlatError",
+}
 _WHY = {
     "400": "Malformed JSON, a field of the wrong type or out of range, or an idempotency conflict",
     "401": "Missing, malformed, expired or wrongly signed bearer token",

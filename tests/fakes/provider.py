@@ -225,6 +225,8 @@ class FakeProvider:
         n = next(self._ids)
         if op == "models":
             await _send_json(send, 200, openai_wire.models_body(self.models))
+        elif op == "count_tokens":  # Anthropic's count: the script's prompt tokens
+            await self._send_body(send, record, script, {"input_tokens": script.prompt_tokens})
         elif op == "embeddings":
             await self._send_body(send, record, script, openai_wire.embeddings_body(script, body))
         elif op in ("embedContent", "batchEmbedContents"):
@@ -325,6 +327,8 @@ def _route(method: str, path: str) -> tuple[Kind, str, str | None] | None:
         return "openai", "responses", None
     if path.endswith("/v1/messages"):
         return "anthropic", "messages", None
+    if path.endswith("/v1/messages/count_tokens"):
+        return "anthropic", "count_tokens", None
     azure = "/openai/deployments/"  # Azure OpenAI: the deployment is in the path, the wire is OpenAI's
     if azure in path and path.endswith("/chat/completions"):
         return "openai", "chat", path.split(azure, 1)[1].removesuffix("/chat/completions")

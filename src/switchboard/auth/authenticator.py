@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from switchboard.auth.principal import Principal
 from switchboard.auth.tokens import TokenCodec
@@ -16,6 +16,16 @@ VERIFIED_CACHE_SIZE = 10_000
 
 ApiKeyResolver = Callable[[str], Awaitable[Principal]]
 RevocationCheck = Callable[[Principal], Awaitable[None]]
+
+
+def authorization_of(headers: Mapping[str, str], path: str) -> str | None:
+    """The bearer a request presents: its `Authorization` header, or on Anthropic's surface
+    (/v1/messages…) also `x-api-key`, where Anthropic's SDKs and Claude Code put the key (SPEC §16)."""
+    value = headers.get("authorization")
+    if value or not (path == "/v1/messages" or path.startswith("/v1/messages/")):
+        return value
+    key = (headers.get("x-api-key") or "").strip()
+    return f"Bearer {key}" if key else None
 
 
 class Authenticator:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from switchboard.auth.authenticator import authorization_of
 from switchboard.auth.principal import DelegationScope, Principal
 from switchboard.errors import Forbidden
 
@@ -16,7 +17,7 @@ async def current_principal(request: Request) -> Principal:
     if isinstance(cached, Principal):
         return cached
     principal: Principal = await request.app.state.authenticator.authenticate(
-        request.headers.get("authorization")
+        authorization_of(request.headers, request.url.path)
     )
     request.state.principal = principal
     return principal

@@ -58,14 +58,23 @@ class Ask:
     markup_bps: int
 
 
+# The output cap's field in each request family (SPEC §13: the cap is sent as the family's field).
+_CAP_FIELDS = {
+    "completions": ("max_tokens",),
+    "responses": ("max_output_tokens",),
+    "messages": ("max_tokens",),
+}
+_CHAT_CAPS = ("max_completion_tokens", "max_tokens")
+
+
 def own_cap(endpoint: str, body: dict[str, Any]) -> int | None:
-    names = ("max_tokens",) if endpoint == "completions" else ("max_completion_tokens", "max_tokens")
+    names = _CAP_FIELDS.get(endpoint, _CHAT_CAPS)
     caps = [body[n] for n in names if isinstance(body.get(n), int) and not isinstance(body.get(n), bool)]
     return min(caps) if caps else None
 
 
 def cap_field(endpoint: str) -> str:
-    return "max_tokens" if endpoint == "completions" else "max_completion_tokens"
+    return _CAP_FIELDS.get(endpoint, _CHAT_CAPS)[0]
 
 
 def _priced(ask: Ask) -> bool:

@@ -50,6 +50,8 @@ class PreparedCall:
     call_id: str = ""
     claim: Claim | None = None
     hold: Hold | None = None
+    # Header lines for a provider that speaks the call's surface (anthropic-version, anthropic-beta).
+    provider_headers: bytes = b""
 
 
 def _room_from(principal: Principal, headers: Headers) -> uuid.UUID | None:

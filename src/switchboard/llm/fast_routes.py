@@ -16,10 +16,11 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from switchboard.auth.authenticator import authorization_of
 from switchboard.auth.principal import Principal
 from switchboard.error_shapes import switchboard_error_response
 from switchboard.errors import SwitchboardError
-from switchboard.llm import service
+from switchboard.llm import count_tokens, service
 from switchboard.llm.client_watch import ClientWatch
 
 Handler = Callable[[Any, Principal, Headers, str, str, bytes], Awaitable[Response]]
@@ -28,6 +29,9 @@ HANDLERS: dict[str, Handler] = {
     "/v1/chat/completions": service.chat_completions,
     "/v1/embeddings": service.embeddings,
     "/v1/completions": service.completions,
+    "/v1/responses": service.responses,
+    "/v1/messages": service.messages,
+    "/v1/messages/count_tokens": count_tokens.count_tokens,
 }
 
 
@@ -62,7 +66,7 @@ async def serve(state: Any, scope: Scope, receive: Receive, send: Send) -> None:
     path: str = scope["path"]
     try:
         headers = Headers(scope=scope)
-        principal = await state.authenticator.authenticate(headers.get("authorization"))
+        principal = await state.authenticator.authenticate(authorization_of(headers, path))
         raw = await _read_body(receive)
         handler = HANDLERS[path](state, principal, headers, path, scope["state"]["request_id"], raw)
         response = await until_client_leaves(handler, receive)

@@ -79,6 +79,7 @@ def prompt_estimate(body: dict[str, Any]) -> int:
         + _text_chars(body.get("tools"))
         + _text_chars(body.get("prompt"))
         + _text_chars(body.get("input"))
+        + _text_chars(body.get("instructions"))  # the Responses API's system prompt
     )
     return max(-(-chars // CHARS_PER_TOKEN), 1)
 

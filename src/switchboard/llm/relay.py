@@ -26,6 +26,13 @@ from switchboard.llm.outcomes import (
 from switchboard.llm.sse_response import SSEResponse
 from switchboard.metering.outcome import CallStatus
 from switchboard.routing.route import Route
+from switchboard.surfaces import messages_request, responses_request
+from switchboard.surfaces.messages_reply import message_reply
+from switchboard.surfaces.messages_stream import HeldStop, MessagesStream
+from switchboard.surfaces.responses_answer import response_reply
+from switchboard.surfaces.responses_stream import RelayedResponses, ResponsesStream
+from switchboard.surfaces.stream import SurfaceStream
+from switchboard.upstream.native import ANTHROPIC_MESSAGES, OPENAI_RESPONSES
 from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget
 
 DONE = b"data: [DONE]\n\n"
@@ -76,8 +83,13 @@ async def _target(state: Any, call: PreparedCall, route: Route) -> UpstreamTarge
 
 
 def _attempt_kind(kind: str, provider: str) -> str:
-    # The legacy text-completion API goes over chat to providers without it (llm/completions.py).
-    return "completions_over_chat" if kind == "completions" and provider != "openai" else kind
+    # The legacy text-completion API and the Responses API go over chat to providers without them
+    # (llm/completions.py, surfaces/responses_*.py).
+    if provider != "openai" and kind in ("completions", "responses"):
+        return f"{kind}_over_chat"
+    if kind == "messages" and provider != "anthropic":  # Anthropic Messages (surfaces/messages_*.py)
+        return "messages_over_chat"
+    return kind
 
 
 async def _ask_json(state: Any, call: PreparedCall, kind: str, route: Route) -> UpstreamReply:
@@ -90,6 +102,15 @@ async def _ask_json(state: Any, call: PreparedCall, kind: str, route: Route) -> 
         reply = await state.upstream.completions(target, call.body)
     elif kind == "completions_over_chat":
         reply = text_completion_reply(await state.upstream.chat(target, chat_body(call.body)))
+    elif kind == "responses":
+        reply = await state.upstream.native.json(target, OPENAI_RESPONSES, call.body)
+    elif kind == "responses_over_chat":
+        chat = await state.upstream.chat(target, responses_request.chat_body(call.body))
+        reply = response_reply(chat, call.body)
+    elif kind == "messages":
+        reply = await state.upstream.native.json(target, ANTHROPIC_MESSAGES, call.body, call.provider_headers)
+    elif kind == "messages_over_chat":
+        reply = message_reply(await state.upstream.chat(target, messages_request.chat_body(call.body)))
     else:
         reply = await state.upstream.chat(target, call.body)
     return reply
@@ -135,6 +156,11 @@ def _error_event(error: BaseException) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
+def _ending(stream: UpstreamStream) -> bytes:
+    """What a stream's client gets once the call is settled: [DONE], or a surface's last event."""
+    return stream.end if isinstance(stream, SurfaceStream) else DONE
+
+
 def _open_stream(state: Any, target: UpstreamTarget, call: PreparedCall, kind: str) -> UpstreamStream:
     kind = _attempt_kind(kind, call.model.provider)
     if kind == "completions":
@@ -142,6 +168,16 @@ def _open_stream(state: Any, target: UpstreamTarget, call: PreparedCall, kind: s
         return stream
     if kind == "completions_over_chat":
         return TextCompletionStream(state.upstream.chat_stream(target, chat_body(call.body)))
+    if kind == "responses":
+        return RelayedResponses(state.upstream.native.stream(target, OPENAI_RESPONSES, call.body))
+    if kind == "responses_over_chat":
+        chat = state.upstream.chat_stream(target, responses_request.chat_body(call.body))
+        return ResponsesStream(chat, call.body)
+    if kind == "messages":
+        native = state.upstream.native.stream(target, ANTHROPIC_MESSAGES, call.body, call.provider_headers)
+        return HeldStop(native)
+    if kind == "messages_over_chat":
+        return MessagesStream(state.upstream.chat_stream(target, messages_request.chat_body(call.body)))
     stream = state.upstream.chat_stream(target, call.body)
     return stream
 
@@ -190,7 +226,7 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
         except Exception as error:
             outcome_status, error_code = "error", error_code_of(error)
             failure = error
-            yield _error_event(error)
+            yield stream.error_event(error) if isinstance(stream, SurfaceStream) else _error_event(error)
         finally:
             attempts.done(failure)
             with anyio.CancelScope(shield=True):
@@ -202,7 +238,7 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
                         error_code = USAGE_ESTIMATED
                 stored = None
                 if call.claim is not None and outcome_status == "ok":
-                    body = b"".join(sent) + DONE
+                    body = b"".join(sent) + _ending(stream)
                     stored = stored_from(200, {**headers, "content-type": SSE_TYPE}, body)
                 outcome = build_outcome(
                     call,
@@ -216,9 +252,9 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
         if outcome_status != "ok":
             return
         # The record, the limits' settlement and the replayable answer are committed (above)
-        # before [DONE] goes out.
+        # before [DONE] (or a surface's own last event) goes out.
         state.credentials.touch(call.credential)
-        yield DONE
+        yield _ending(stream)
 
     headers = gateway_headers(call)
     return SSEResponse(events(), headers=headers)

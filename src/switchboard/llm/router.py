@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from switchboard.auth.dependencies import CurrentPrincipal
 from switchboard.auth.principal import Principal
-from switchboard.llm import service
+from switchboard.llm import count_tokens, service
 from switchboard.llm.fast_routes import Handler
 
 router = APIRouter(prefix="/v1", tags=["LLM Compatibility"])
@@ -43,6 +43,46 @@ async def chat_completions(request: Request, principal: CurrentPrincipal) -> Any
 async def completions(request: Request, principal: CurrentPrincipal) -> Any:
     """The legacy text-completion API (relayed to `openai`, over chat for other providers)."""
     return await _model_call(service.completions, request, principal)
+
+
+@router.post(
+    "/responses",
+    operation_id="createResponse_LLM",
+    response_model=None,
+    openapi_extra={
+        "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}, "required": True}
+    },
+)
+async def responses(request: Request, principal: CurrentPrincipal) -> Any:
+    """OpenAI's Responses API (relayed to `openai`, over chat for other providers; stateless there)."""
+    return await _model_call(service.responses, request, principal)
+
+
+@router.post(
+    "/messages",
+    operation_id="createMessage_LLM",
+    response_model=None,
+    openapi_extra={
+        "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}, "required": True}
+    },
+)
+async def messages(request: Request, principal: CurrentPrincipal) -> Any:
+    """Anthropic's Messages API (relayed to `anthropic`, translated for other providers); the key may
+    come in `x-api-key` as well as `Authorization: Bearer`."""
+    return await _model_call(service.messages, request, principal)
+
+
+@router.post(
+    "/messages/count_tokens",
+    operation_id="countMessageTokens_LLM",
+    response_model=None,
+    openapi_extra={
+        "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}, "required": True}
+    },
+)
+async def count_message_tokens(request: Request, principal: CurrentPrincipal) -> Any:
+    """A Messages request's input tokens: asked of Anthropic, counted by the gateway for other providers."""
+    return await _model_call(count_tokens.count_tokens, request, principal)
 
 
 @router.post(

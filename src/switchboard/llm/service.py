@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import BadRequest, NotFound
 from switchboard.llm import ledger
 from switchboard.llm.completions import chat_body, check_completions_body
-from switchboard.llm.context import prepare_call
+from switchboard.llm.context import PreparedCall, prepare_call
 from switchboard.llm.idempotent import claim_or_replay
 from switchboard.llm.relay import relay_json, relay_stream
 from switchboard.llm.request_body import (
@@ -27,6 +28,7 @@ from switchboard.llm.request_body import (
     client_wants_usage,
     parse_json_object,
 )
+from switchboard.surfaces import messages_request, responses_request
 
 
 def request_id_of(request: Request) -> str:
@@ -53,6 +55,40 @@ async def completions(
     return await _call(call, "completions", stream, client_wants_usage(body))
 
 
+async def responses(
+    state: Any, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
+) -> Response:
+    """OpenAI's Responses API (SPEC §16), relayed to `openai`, over chat for other kinds."""
+    body = parse_json_object(raw)
+    stream = responses_request.check_responses_body(body)
+
+    def prepared(call: PreparedCall) -> None:
+        if call.agent_id is not None:
+            call.body = responses_request.from_agent(call.body)
+
+    call = _CallRequest(state, principal, headers, path, request_id, raw, body, prepared)
+    return await _call(call, "responses", stream, False)
+
+
+async def messages(
+    state: Any, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
+) -> Response:
+    """Anthropic's Messages API (SPEC §16), relayed to `anthropic`, over chat for other kinds."""
+    body = parse_json_object(raw)
+    stream = messages_request.check_messages_body(body)
+    lines = messages_request.provider_headers(headers)
+
+    def prepared(call: PreparedCall) -> None:
+        call.provider_headers = lines
+        if call.agent_id is not None:
+            call.body = messages_request.from_agent(call.body)
+        if call.model.provider != "anthropic":
+            messages_request.chat_body(call.body)  # refused before anything runs, as below
+
+    call = _CallRequest(state, principal, headers, path, request_id, raw, body, prepared)
+    return await _call(call, "messages", stream, False)
+
+
 async def embeddings(
     state: Any, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
 ) -> Response:
@@ -73,6 +109,8 @@ class _CallRequest:
     request_id: str
     raw: bytes
     body: dict[str, Any]
+    # A surface's last word on the prepared call (Messages: header lines for the provider).
+    prepared: Callable[[PreparedCall], None] | None = None
 
 
 async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage: bool) -> Response:
@@ -95,8 +133,11 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
                 stream=stream,
                 request_id=request.request_id,
             )
-        if kind == "completions" and call.model.provider != "openai":
-            chat_body(call.body)  # what this provider cannot be asked is refused before anything runs
+        if request.prepared is not None:
+            request.prepared(call)
+        over_chat = _OVER_CHAT.get(kind)
+        if over_chat is not None and call.model.provider != "openai":
+            over_chat(call.body)  # what this provider cannot be asked is refused before anything runs
         call.claim = claim
         await ledger.begin(state, call)  # limits: 402/429 here, before the provider is called
     except BaseException:
@@ -110,7 +151,15 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
 
 # How each endpoint's call reaches the provider (llm/relay.py); `completions` turns into
 # `completions_over_chat` for an attempt whose provider has no text-completion endpoint.
-_RELAY_KINDS = {"chat.completions": "chat", "embeddings": "embeddings", "completions": "completions"}
+_RELAY_KINDS = {
+    "chat.completions": "chat",
+    "embeddings": "embeddings",
+    "completions": "completions",
+    "responses": "responses",
+    "messages": "messages",
+}
+# The translations over chat of the kinds above, run once before the call to refuse what they cannot carry.
+_OVER_CHAT = {"completions": chat_body, "responses": responses_request.chat_body}
 
 
 def _model_object(model_id: str, owned_by: str) -> dict[str, Any]:

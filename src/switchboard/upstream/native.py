@@ -146,6 +146,14 @@ class NativeFormat(NamedTuple):
 ANTHROPIC_MESSAGES = NativeFormat(
     "https://api.anthropic.com", "/v1/messages", "x-api-key", _anthropic_body_usage, _read_anthropic
 )
+# Free at Anthropic and answered {"input_tokens": N}: no usage to read, nothing is metered.
+ANTHROPIC_COUNT_TOKENS = NativeFormat(
+    "https://api.anthropic.com",
+    "/v1/messages/count_tokens",
+    "x-api-key",
+    _anthropic_body_usage,
+    _read_anthropic,
+)
 OPENAI_RESPONSES = NativeFormat(
     "https://api.openai.com/v1", "/responses", "authorization", _responses_body_usage, _read_responses
 )

@@ -30,6 +30,8 @@ HOSTED_PREFIXES = (
 WEB_SEARCH_TOOL = "web_search_20250305"
 WEB_SEARCH_USES = {"low": 1, "medium": 5, "high": 10}  # search_context_size → max_uses
 LOCATION_KEYS = ("city", "country", "region", "timezone")
+# OpenAI's tool_choice strings as Anthropic's types; the Messages surface (surfaces/) reads it backwards.
+TOOL_CHOICE_TYPES = {"auto": "auto", "none": "none", "required": "any"}
 DUMMY_TOOL: Block = {
     "type": "function",
     "function": {
@@ -96,10 +98,8 @@ def tool_choice(choice: object, parallel: object) -> Block | None:
     """litellm's `_map_tool_choice`: auto/none/required(any)/a named function, and
     `parallel_tool_calls` as its inverse `disable_parallel_tool_use`."""
     mapped: Block | None = None
-    if choice == "auto" or choice == "none":
-        mapped = {"type": choice}
-    elif choice == "required":
-        mapped = {"type": "any"}
+    if isinstance(choice, str) and choice in TOOL_CHOICE_TYPES:
+        mapped = {"type": TOOL_CHOICE_TYPES[choice]}
     elif isinstance(choice, dict):
         if "type" in choice and "function" not in choice:
             kind = choice.get("type")
