@@ -394,3 +394,14 @@ def test_a_translated_stream_that_breaks_off_ends_with_an_anthropic_error_event(
     name, data = sse_events(raw)[-1]
     assert name == "error" and data["error"]["type"] == "api_error"
     assert b"message_stop" not in raw
+
+
+def test_a_cap_above_what_the_translated_model_can_give_is_lowered_to_its_maximum(
+    client: anthropic.Anthropic, fake_provider: FakeProvider
+) -> None:
+    """Claude Code asks for 32,000 tokens; gpt-4o-mini gives at most 16,384 (litellm's map) and its
+    API refuses more, so the translated request asks for that much."""
+    client.messages.create(model="openai/gpt-4o-mini", max_tokens=32_000, messages=HI)
+    client.messages.create(model="openai/gpt-4o-mini", max_tokens=100, messages=HI)
+    asked = [r.body["max_completion_tokens"] for r in fake_provider.received("gpt-4o-mini")[-2:]]
+    assert asked == [16_384, 100]

@@ -33,6 +33,7 @@ from switchboard.surfaces.responses_answer import response_reply
 from switchboard.surfaces.responses_stream import RelayedResponses, ResponsesStream
 from switchboard.surfaces.stream import SurfaceStream
 from switchboard.upstream.native import ANTHROPIC_MESSAGES, OPENAI_RESPONSES
+from switchboard.upstream.prices import litellm_max_output
 from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget
 
 DONE = b"data: [DONE]\n\n"
@@ -82,6 +83,11 @@ async def _target(state: Any, call: PreparedCall, route: Route) -> UpstreamTarge
     )
 
 
+def _model_max(call: PreparedCall) -> int | None:
+    """The attempt's model's largest answer, as litellm's map knows it."""
+    return litellm_max_output(call.model.provider, call.model.model)
+
+
 def _attempt_kind(kind: str, provider: str) -> str:
     # The legacy text-completion API and the Responses API go over chat to providers without them
     # (llm/completions.py, surfaces/responses_*.py).
@@ -110,7 +116,8 @@ async def _ask_json(state: Any, call: PreparedCall, kind: str, route: Route) -> 
     elif kind == "messages":
         reply = await state.upstream.native.json(target, ANTHROPIC_MESSAGES, call.body, call.provider_headers)
     elif kind == "messages_over_chat":
-        reply = message_reply(await state.upstream.chat(target, messages_request.chat_body(call.body)))
+        chat_request = messages_request.chat_body(call.body, _model_max(call))
+        reply = message_reply(await state.upstream.chat(target, chat_request))
     else:
         reply = await state.upstream.chat(target, call.body)
     return reply
@@ -177,7 +184,8 @@ def _open_stream(state: Any, target: UpstreamTarget, call: PreparedCall, kind: s
         native = state.upstream.native.stream(target, ANTHROPIC_MESSAGES, call.body, call.provider_headers)
         return HeldStop(native)
     if kind == "messages_over_chat":
-        return MessagesStream(state.upstream.chat_stream(target, messages_request.chat_body(call.body)))
+        chat_request = messages_request.chat_body(call.body, _model_max(call))
+        return MessagesStream(state.upstream.chat_stream(target, chat_request))
     stream = state.upstream.chat_stream(target, call.body)
     return stream
 

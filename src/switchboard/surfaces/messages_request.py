@@ -101,8 +101,13 @@ def from_agent(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def chat_body(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The OpenAI chat request that stands in for a Messages request on a provider of another kind."""
+def chat_body(body: Mapping[str, Any], model_max: int | None = None) -> dict[str, Any]:
+    """The OpenAI chat request that stands in for a Messages request on a provider of another kind.
+
+    `model_max`: the target model's largest answer, when known. Anthropic clients ask for what a
+    Claude model can give (Claude Code: 32,000 tokens), which a smaller model's API refuses outright;
+    the cap is lowered to what the model can give instead.
+    """
     chat: dict[str, Any] = {"model": body.get("model")}
     messages: list[Block] = []
     system = _system_text(body.get("system"))
@@ -116,7 +121,8 @@ def chat_body(body: Mapping[str, Any]) -> dict[str, Any]:
         else:
             messages.append(_assistant_turn(message["content"]))
     chat["messages"] = messages
-    chat["max_completion_tokens"] = body["max_tokens"]
+    cap = body["max_tokens"]
+    chat["max_completion_tokens"] = min(cap, model_max) if model_max else cap
     for name in ("temperature", "top_p"):
         if body.get(name) is not None:
             chat[name] = body[name]
