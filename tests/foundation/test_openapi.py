@@ -116,7 +116,13 @@ def test_every_replayed_post_declares_the_idempotency_key_header(document: dict[
 
 
 def test_every_operation_declares_its_4xx_answers_in_its_surfaces_shape(document: dict[str, Any]) -> None:
-    shapes = {"/v1/": "OpenAIError", "/agents": "RegistryError", "/llm-credentials": "FlatError"}
+    # The first prefix that matches names the shape: Anthropic's surface answers in Anthropic's.
+    shapes = {
+        "/v1/messages": "AnthropicError",
+        "/v1/": "OpenAIError",
+        "/agents": "RegistryError",
+        "/llm-credentials": "FlatError",
+    }
     for path, item in document["paths"].items():
         for method, operation in item.items():
             responses = operation["responses"]
@@ -129,8 +135,10 @@ def test_every_operation_declares_its_4xx_answers_in_its_surfaces_shape(document
                 if path.startswith(prefix):
                     ref = responses["400"]["content"]["application/json"]["schema"]["$ref"]
                     assert ref.endswith("/" + schema), (method, path, ref)
+                    break
     assert "429" in document["paths"]["/v1/chat/completions"]["post"]["responses"]
     assert "OpenAIError" in document["components"]["schemas"]
+    assert "AnthropicError" in document["components"]["schemas"]
 
 
 def test_uuid_path_parameters_declare_their_format(document: dict[str, Any]) -> None:
