@@ -37,6 +37,7 @@ DOMAINS = (
     "upstream",
     "catalog",
     "metering",
+    "observability",  # after metering: its usage writer feeds the metrics too
     "limits",
     "auth",
     "groups",

@@ -189,6 +189,23 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["csv", "ndjson"], default="csv")
     export.add_argument("--output", help="file to write; standard output when omitted")
     export.set_defaults(handler=_delegate("switchboard.metering.export_cli", "run"))
+    verify = usage_sub.add_parser(
+        "verify", help="compare the hourly rollups with the records; exit 1 when they differ"
+    )
+    verify.add_argument("--economy", help="economy id or slug; every economy when omitted")
+    verify.add_argument("--from", dest="from_", help="RFC 3339 timestamp or date (rounded down to the hour)")
+    verify.add_argument("--to", help="RFC 3339 timestamp or date (rounded up to the hour)")
+    verify.add_argument(
+        "--repair", action="store_true", help="rebuild the differing days' rollups from their records"
+    )
+    verify.set_defaults(handler=_delegate("switchboard.metering.verify_cli", "run"))
+    purge = usage_sub.add_parser(
+        "purge", help="delete records older than the retention (rollups kept; see the README)"
+    )
+    purge.add_argument(
+        "--days", type=int, help="keep this many days of records (default SWITCHBOARD_USAGE_RETENTION_DAYS)"
+    )
+    purge.set_defaults(handler=_delegate("switchboard.metering.retention_cli", "run"))
 
     _limits_parser(sub)
 

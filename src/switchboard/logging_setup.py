@@ -20,6 +20,8 @@ from typing import Any, TextIO
 
 import orjson
 
+from switchboard.observability.request import RequestIdFilter
+
 FLUSH_SECONDS = 0.2
 MAX_BUFFERED_CHARS = 64 * 1024
 
@@ -42,10 +44,34 @@ class _CachedTimeFormatter(logging.Formatter):
         return f"{cached[1]},{int(record.msecs):03d}"
 
 
-class JsonFormatter(_CachedTimeFormatter):
+class _TextFormatter(_CachedTimeFormatter):
+    """A record written during a request ends its first line with the request's id."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        text = super().formatMessage(record)
+        request_id = getattr(record, "request_id", None)
+        if request_id and getattr(record, "fields", None) is None:  # the access line names it already
+            return f"{text} rid={request_id}"
+        return text
+
+
+class JsonFormatter(logging.Formatter):
+    """One object per line; `ts` is RFC 3339 in UTC with milliseconds (`2025-01-31T12:00:00.123+00:00`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._second = -1
+        self._stamp = ""
+
+    def _ts(self, created: float) -> str:
+        second = int(created)
+        if second != self._second:  # the date is rendered once per second, not once per line
+            self._second, self._stamp = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return f"{self._stamp}.{int((created - second) * 1000):03d}+00:00"
+
     def format(self, record: logging.LogRecord) -> str:
         payload: dict[str, Any] = {
-            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+            "ts": self._ts(record.created),
             "level": record.levelname,
             "logger": record.name,
         }
@@ -54,6 +80,9 @@ class JsonFormatter(_CachedTimeFormatter):
             payload.update(fields)
         else:
             payload["message"] = record.getMessage()
+            request_id = getattr(record, "request_id", None)
+            if request_id:
+                payload["request_id"] = request_id
         if record.exc_info:
             payload["exc"] = self.formatException(record.exc_info)
         return orjson.dumps(payload, default=str).decode()
@@ -145,6 +174,40 @@ def flush_all() -> None:
 atexit.register(flush_all)
 
 
+class _Held(logging.Handler):
+    """Keeps what is logged before logging is configured (a warning while settings load), so that
+    it is written in the configured format (JSON stays JSON) once configure_logging runs."""
+
+    LIMIT = 1000
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.records) < self.LIMIT:
+            self.records.append(record)
+
+
+def hold_early_records() -> None:
+    """Until configure_logging, the `switchboard` loggers' records are held rather than printed bare."""
+    root = logging.getLogger("switchboard")
+    if not root.handlers:
+        root.addHandler(_Held())
+        root.setLevel(logging.INFO)
+        atexit.register(_release_held)
+
+
+def _release_held() -> None:
+    """A process that stopped before configuring logging (settings refused) still shows its warnings."""
+    for handler in logging.getLogger("switchboard").handlers:
+        if isinstance(handler, _Held):
+            for record in handler.records:
+                if record.levelno >= logging.WARNING:
+                    sys.stderr.write(f"{record.levelname} {record.name} {record.getMessage()}\n")
+            handler.records.clear()
+
+
 def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     # No format here shows a thread or process; LogRecord then skips looking them up (logging's
     # documented optimisation flags), once per access line.
@@ -152,14 +215,25 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     logging.logProcesses = False
     logging.logMultiprocessing = False
     handler = BatchingStreamHandler(sys.stderr)
+    handler.addFilter(RequestIdFilter())
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(_CachedTimeFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        handler.setFormatter(_TextFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     root = logging.getLogger("switchboard")
+    held: list[logging.LogRecord] = []
     for previous in root.handlers:
         if isinstance(previous, BatchingStreamHandler):
             previous.close()
+        if isinstance(previous, _Held):
+            held = previous.records
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
+    for record in held:
+        if record.levelno >= root.getEffectiveLevel():
+            handler.handle(record)
+    # uvicorn's own lines (serving/supervisor.py leaves its logging to us) in the same format.
+    server = logging.getLogger("uvicorn")
+    server.handlers[:] = [handler]
+    server.propagate = False

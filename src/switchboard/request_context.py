@@ -15,6 +15,7 @@ from switchboard.db.outage import lost_database
 from switchboard.error_shapes import error_body, surface_for
 from switchboard.errors import PayloadTooLarge, SwitchboardError
 from switchboard.kit.asgi import header
+from switchboard.observability import access
 
 log = logging.getLogger("switchboard.access")
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -38,6 +39,7 @@ class RequestContextMiddleware:
         given_text = given.decode("latin-1") if given else ""
         request_id = given_text if _VALID_REQUEST_ID.match(given_text) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
+        telemetry, context_token = access.request_started(scope, request_id)
         rid_header = (b"x-request-id", request_id.encode())
         path = scope["path"]
         limit = self.max_body_bytes
@@ -51,6 +53,7 @@ class RequestContextMiddleware:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 response_started = True
+                telemetry.first_byte = time.perf_counter()
                 message["headers"] = [*message.get("headers", []), rid_header]
             await send(message)
 
@@ -89,11 +92,11 @@ class RequestContextMiddleware:
             error: SwitchboardError | None = lost_database(scope, exc_info()[1])
             if error is None:
                 # The stack trace goes to the log under the request id, never to the client.
-                log.exception("unhandled error on %s %s rid=%s", scope.get("method"), path, request_id)
+                log.exception("unhandled error on %s %s", scope.get("method"), path)  # rid: the filter's
                 error = SwitchboardError()
             await _send_error(emit, path, error)
         finally:
-            _log_line(scope, status, started, request_id)
+            access.request_ended(scope, telemetry, context_token, status, started)
 
 
 async def _send_error(send: Send, path: str, error: SwitchboardError) -> None:
@@ -110,31 +113,3 @@ async def _send_error(send: Send, path: str, error: SwitchboardError) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
-
-
-def _log_line(scope: Scope, status: int, started: float, request_id: str) -> None:
-    if not log.isEnabledFor(logging.INFO):
-        return
-    # Never the query string, headers or body: they can carry tokens and secrets.
-    method, path = scope.get("method"), scope.get("path")
-    duration_ms = round((time.perf_counter() - started) * 1000, 2)
-    fields = {
-        "request_id": request_id,
-        "method": method,
-        "path": path,
-        "status": status,
-        "duration_ms": duration_ms,
-    }
-    # makeRecord + handle is log.info without the stack walk that finds the caller's file and line,
-    # which no format here shows; this runs once per request.
-    record = log.makeRecord(
-        log.name,
-        logging.INFO,
-        __file__,
-        0,
-        "%s %s %s %sms rid=%s",
-        (method, path, status, duration_ms, request_id),
-        None,
-        extra={"fields": fields},
-    )
-    log.handle(record)

@@ -59,6 +59,11 @@ class Settings:
     cors_origins: tuple[str, ...] = ()  # browser origins allowed to call /v1; ("*",) for any
     log_format: Literal["text", "json"] = "text"
     log_level: str = "INFO"
+    # A bearer good for GET /metrics only (SPEC §17); None: there is none.
+    metrics_token: SecretStr | None = None
+    # The OTLP/HTTP traces URL from the standard OTEL_* variables; "": tracing off.
+    otel_traces_endpoint: str = ""
+    otel_service_name: str = "switchboard"
     upstream_connect_timeout: float = 10.0
     upstream_first_byte_timeout: float = 120.0
     upstream_idle_timeout: float = 60.0
@@ -69,6 +74,8 @@ class Settings:
     # replica's are recovered (an `abandoned` record, the key and the reservation freed) once it ends.
     lease_seconds: float = 30.0
     usage_queue_size: int = 10_000
+    # Raw usage records older than this many days are deleted (hourly rollups kept); None keeps all.
+    usage_retention_days: int | None = None
     migrate_on_start: bool = True
     debug: bool = False
     # Set by `switchboard serve` for its workers, so that their ready line says where they listen.
@@ -178,6 +185,36 @@ def parse_cors_origins(spec: str) -> tuple[str, ...]:
     return origins
 
 
+def _retention_days(raw: str | None) -> int | None:
+    if raw is None or raw.strip() in ("", "0"):
+        return None
+    try:
+        days = int(raw)
+    except ValueError:
+        days = 0
+    if days < 1:
+        raise SettingsError(f"{PREFIX}USAGE_RETENTION_DAYS is a whole number of days (0 or unset: keep all)")
+    return days
+
+
+def _otel_traces_endpoint(env: Mapping[str, str]) -> str:
+    """OpenTelemetry's own variables: traces go over OTLP/HTTP when an endpoint is set (or
+    OTEL_TRACES_EXPORTER=otlp asks for the default one), unless the SDK or the exporter is off."""
+    exporter = (env.get("OTEL_TRACES_EXPORTER") or "").strip().lower()
+    if _bool(env.get("OTEL_SDK_DISABLED")) or exporter == "none":
+        return ""
+    protocol = env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+    traces = (env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or "").strip()
+    base = (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "").strip().rstrip("/")
+    if not traces and not base and exporter != "otlp":
+        return ""
+    if exporter not in ("", "otlp"):
+        raise SettingsError("OTEL_TRACES_EXPORTER: switchboard exports traces with otlp (or none)")
+    if protocol not in (None, "", "http/protobuf"):
+        raise SettingsError("OTEL_EXPORTER_OTLP_PROTOCOL: switchboard sends traces as http/protobuf")
+    return traces or f"{base or 'http://localhost:4318'}/v1/traces"
+
+
 def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: bool = True) -> Settings:
     """`generate_secrets=False` (every CLI verb but `serve`) refuses instead of creating dev secrets."""
     env = os.environ if env is None else env
@@ -250,6 +287,9 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         cors_origins=parse_cors_origins(get("CORS_ORIGINS", "") or ""),
         log_format=log_format,  # type: ignore[arg-type]
         log_level=(get("LOG_LEVEL", "INFO") or "INFO").upper(),
+        metrics_token=SecretStr(metrics_token) if (metrics_token := get("METRICS_TOKEN")) else None,
+        otel_traces_endpoint=_otel_traces_endpoint(env),
+        otel_service_name=(env.get("OTEL_SERVICE_NAME") or "").strip() or "switchboard",
         upstream_connect_timeout=number("UPSTREAM_CONNECT_TIMEOUT", 10.0),
         upstream_first_byte_timeout=number("UPSTREAM_FIRST_BYTE_TIMEOUT", 120.0),
         upstream_idle_timeout=number("UPSTREAM_IDLE_TIMEOUT", 60.0),
@@ -257,6 +297,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         lease_seconds=number("LEASE_SECONDS", 30.0),
         database_pool_size=max(1, int(number("DATABASE_POOL_SIZE", 20))),
         usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
+        usage_retention_days=_retention_days(get("USAGE_RETENTION_DAYS")),
         migrate_on_start=_bool(get("MIGRATE_ON_START"), default=True),
         debug=_bool(get("DEBUG")),
         listen_url=get("LISTEN_URL", "") or "",

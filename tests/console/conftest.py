@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+
 from tests.auth.conftest import Account, issue_key, make_account
 from tests.conftest import GatewayFactory
 from tests.llm.conftest import provider_base

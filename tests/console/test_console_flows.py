@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 from playwright.sync_api import expect
+
 from tests.auth.conftest import Account
 from tests.console.conftest import AGENT_ID, ECONOMY_NAME, ECONOMY_SLUG, ROOM_NAME, Watched, World
 from tests.support.recorder import RECORDER

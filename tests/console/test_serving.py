@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from tests.support.gateway import Gateway
-
 from switchboard.console.assets import MEDIA_TYPES, STATIC_DIR
+from tests.support.gateway import Gateway
 
 SVG_NAMESPACE = "http://www.w3.org/2000/svg"
 

@@ -75,7 +75,7 @@ def test_the_json_log_has_one_object_per_request_without_secrets(make_probe_gate
     assert record["request_id"] == "json-log-1"
     assert record["method"] == "POST" and record["path"] == "/probe/items"
     assert record["status"] == 201
-    assert isinstance(record["duration_ms"], int | float) and record["duration_ms"] >= 0
+    assert isinstance(record["latency_ms"], int | float) and record["latency_ms"] >= 0
     assert record["level"] == "INFO" and record["logger"] == "switchboard.access"
     everything = buffer.getvalue()
     assert token not in everything

@@ -97,10 +97,10 @@ def test_cached_timestamps_equal_the_standard_formatters(created: float) -> None
     assert cached.format(record) == standard.format(record)
 
 
-def test_json_lines_carry_the_full_timestamp() -> None:
+def test_json_lines_carry_an_rfc3339_timestamp_with_milliseconds() -> None:
     record = logging.makeLogRecord({"msg": "m", "created": 1_800_000_000.5, "levelname": "INFO", "name": "x"})
     line = JsonFormatter().format(record)
-    expected = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(1_800_000_000.5))
+    expected = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(1_800_000_000)) + ".500+00:00"
     assert f'"ts":"{expected}"' in line
 
 

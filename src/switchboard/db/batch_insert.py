@@ -32,6 +32,17 @@ CHECKPOINT_EVERY = 200
 # PostgreSQL: the connection kept for inserts is closed after this long without a batch.
 IDLE_SECONDS = 10.0
 _Processor = Callable[[Any], Any]
+# SQLite: run inside the insert's transaction, before its commit, with the rows given and the number
+# the insert stored (fewer when some key existed); raising rolls the whole transaction back.
+AfterInsert = Callable[[sqlite3.Connection, Sequence[Row], int], None]
+
+
+class PreparedInsert(Protocol):
+    """PostgreSQL: a statement that replaces the plain INSERT, with its arguments for a batch."""
+
+    sql: str
+
+    def parameters(self, rows: Sequence[Row]) -> list[Row]: ...
 
 
 class BatchInsert(Protocol):
@@ -41,12 +52,20 @@ class BatchInsert(Protocol):
     async def close(self) -> None: ...
 
 
-def batch_insert(engine: AsyncEngine, table: Table, columns: Sequence[str]) -> BatchInsert:
+def batch_insert(
+    engine: AsyncEngine,
+    table: Table,
+    columns: Sequence[str],
+    *,
+    sqlite_after: AfterInsert | None = None,
+    postgres_statement: PreparedInsert | None = None,
+) -> BatchInsert:
     """On SQLite, through connections of its own to the engine's database file."""
     if engine.dialect.name == "sqlite":
-        return SqliteBatchInsert(engine.url.render_as_string(hide_password=False), table, columns)
+        url = engine.url.render_as_string(hide_password=False)
+        return SqliteBatchInsert(url, table, columns, after=sqlite_after)
     if engine.dialect.name == "postgresql":
-        return PostgresBatchInsert(engine, table, columns)
+        return PostgresBatchInsert(engine, table, columns, statement=postgres_statement)
     raise ValueError(f"no batch insert for {engine.dialect.name}")
 
 
@@ -94,8 +113,11 @@ class SqliteBatchInsert:
     `CHECKPOINT_EVERY` commits, one batch goes through the thread, whose connection does).
     """
 
-    def __init__(self, url: str, table: Table, columns: Sequence[str]) -> None:
+    def __init__(
+        self, url: str, table: Table, columns: Sequence[str], after: AfterInsert | None = None
+    ) -> None:
         self._engine: Engine = make_sync_sqlite_engine(url)
+        self._after = after
         self._statement = _Statement(self._engine.dialect, table, columns, ["?"] * len(columns))
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="batch-insert")
         self._connection: PoolProxiedConnection | None = None  # the thread's
@@ -124,7 +146,9 @@ class SqliteBatchInsert:
             self._drop_inline()
             raise
         try:
-            connection.executemany(self._statement.sql, parameters)
+            inserted = connection.executemany(self._statement.sql, parameters).rowcount
+            if self._after is not None:
+                self._after(connection, rows, inserted)
             connection.commit()
         except BaseException:
             self._drop_inline()  # closing it rolls the transaction back
@@ -157,8 +181,11 @@ class SqliteBatchInsert:
             try:
                 # sqlite3 begins the transaction implicitly before the first INSERT.
                 cursor.executemany(self._statement.sql, parameters)
+                inserted = cursor.rowcount
             finally:
                 cursor.close()
+            if self._after is not None:
+                self._after(cast(sqlite3.Connection, connection.driver_connection), rows, inserted)
             connection.commit()
         except BaseException:
             # Whatever went wrong, the next batch starts on a fresh connection.
@@ -191,11 +218,18 @@ class PostgresBatchInsert:
     """
 
     def __init__(
-        self, engine: AsyncEngine, table: Table, columns: Sequence[str], idle_seconds: float = IDLE_SECONDS
+        self,
+        engine: AsyncEngine,
+        table: Table,
+        columns: Sequence[str],
+        idle_seconds: float = IDLE_SECONDS,
+        statement: PreparedInsert | None = None,
     ) -> None:
         self._engine = engine
         placeholders = [f"${index}" for index in range(1, len(columns) + 1)]
-        self._statement = _Statement(engine.dialect, table, columns, placeholders)
+        self._statement: PreparedInsert = statement or _Statement(
+            engine.dialect, table, columns, placeholders
+        )
         self._idle_seconds = idle_seconds
         self._connection: AsyncConnection | None = None
         self._driver: Any = None  # asyncpg.Connection (asyncpg ships no type hints)

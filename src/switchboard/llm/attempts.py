@@ -21,6 +21,7 @@ from switchboard.llm.context import PreparedCall
 from switchboard.llm.ledger import record_attempt, settle
 from switchboard.llm.outcomes import build_outcome, error_code_of
 from switchboard.metering.outcome import CallOutcome
+from switchboard.observability import events
 from switchboard.routing.failures import Verdict, final_error, verdict_of
 from switchboard.routing.route import Route
 
@@ -66,6 +67,7 @@ class Attempts:
         if error is None:
             routing.succeeded(self.route)
             return
+        events.attempt_failed(self._state, self._call, error)
         verdict = verdict_of(error)
         if verdict is not Verdict.STOP:
             routing.failed(self.route, verdict, error)
@@ -78,11 +80,13 @@ class Attempts:
             call.model, call.credential = route.model, route.credential
             call.body["model"] = route.model.model
         self._state.routing.started(self.route)
+        events.attempt_started(call)
 
     async def _failed(self, error: BaseException) -> bool:
         """Whether another attempt follows this failed one."""
         routing, route = self._state.routing, self.route
         routing.ended(route)
+        events.attempt_failed(self._state, self._call, error)
         if isinstance(error, asyncio.CancelledError):
             return False
         verdict = verdict_of(error)

@@ -7,12 +7,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from switchboard.errors import LimitRefused
 from switchboard.idempotency.service import StoredResponse
 from switchboard.limits import enforce
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.outcomes import build_outcome, prompt_estimate
 from switchboard.metering.outcome import CallOutcome, Settlement
 from switchboard.metering.spool import outcome_to_json
+from switchboard.observability import events
 
 GATEWAY_CRASHED = "gateway_crashed"
 
@@ -54,15 +56,19 @@ async def begin(state: Any, call: PreparedCall) -> None:
             prices=prices,
             markup_bps=markup,
         )
-        call.hold, cap = await enforce.reserve(
-            state.write_transactions,
-            state.hold_leases,
-            limits,
-            ask,
-            call_id=call.call_id,
-            call=record,
-            lease_seconds=state.settings.lease_seconds,
-        )
+        try:
+            call.hold, cap = await enforce.reserve(
+                state.write_transactions,
+                state.hold_leases,
+                limits,
+                ask,
+                call_id=call.call_id,
+                call=record,
+                lease_seconds=state.settings.lease_seconds,
+            )
+        except LimitRefused:
+            events.limit_refused(state)
+            raise
         if cap is not None:
             call.body[enforce.cap_field(call.endpoint)] = cap
     if call.claim is not None and record is not None:
@@ -77,6 +83,7 @@ async def record_attempt(state: Any, call: PreparedCall, outcome: CallOutcome) -
     """The record of an attempt the call moved on from (SPEC §14); the call's last attempt is
     recorded by `settle`, which also ends its holds and its idempotency claim."""
     await state.call_sink.record(outcome)
+    events.attempt_moved_on(state)
 
 
 async def settle(
@@ -92,9 +99,11 @@ async def settle(
             claim=call.claim,
             stored=stored,
         )
+    cost: int | None = None  # the record's, once committed (metrics and the access record)
     try:
-        await state.call_sink.record(outcome, settlement)
+        cost = await state.call_sink.record(outcome, settlement)
     finally:
+        events.call_settled(state, call, outcome, cost)
         if call.hold is not None:
             await call.hold.stop()
         if call.claim is not None:

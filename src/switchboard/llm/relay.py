@@ -25,6 +25,7 @@ from switchboard.llm.outcomes import (
 )
 from switchboard.llm.sse_response import SSEResponse
 from switchboard.metering.outcome import CallStatus
+from switchboard.observability import events as telemetry
 from switchboard.routing.route import Route
 from switchboard.surfaces import messages_request, responses_request
 from switchboard.surfaces.messages_reply import message_reply
@@ -80,6 +81,7 @@ async def _target(state: Any, call: PreparedCall, route: Route) -> UpstreamTarge
         allow_private=settings.allow_private_upstreams,
         first_byte=first_byte if first_byte < settings.upstream_first_byte_timeout else None,
         connect=connect if connect < settings.upstream_connect_timeout else None,
+        trace_headers=telemetry.provider_headers(),  # the attempt's traceparent, when tracing is on
     )
 
 
@@ -213,6 +215,7 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
         error_code: str | None = None
         failure: Exception | None = None  # after the first byte: never another attempt (SPEC §14)
         relayed = 0  # chunks handed to the client, for an estimate if the stream ends uncounted
+        telemetry.stream_opened(state)
         try:
             event = first
             while event is not None:
@@ -236,6 +239,7 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
             failure = error
             yield stream.error_event(error) if isinstance(stream, SurfaceStream) else _error_event(error)
         finally:
+            telemetry.stream_closed(state)
             attempts.done(failure)
             with anyio.CancelScope(shield=True):
                 await stream.aclose()

@@ -12,6 +12,7 @@ from switchboard.kit.clock import utcnow
 from switchboard.kit.pagination import Page, check_limit
 from switchboard.metering.access import usage_reader
 from switchboard.metering.export import MEDIA_TYPES, ExportFormat, export_chunks
+from switchboard.metering.rollup_summary import summarize_fast
 from switchboard.metering.schemas import GroupBy, SummaryOut, UsageRecordOut
 from switchboard.metering.timerange import parse_range
 from switchboard.metering.usage_queries import (
@@ -20,7 +21,6 @@ from switchboard.metering.usage_queries import (
     key_from_cursor,
     record_out,
     records_after,
-    summarize,
 )
 
 
@@ -60,7 +60,7 @@ async def economy_summary(
 ) -> SummaryOut:
     economy = await usage_reader(session, principal, ref)
     start, end = parse_range(from_, to)
-    return await summarize(session, UsageFilter(economy_id=economy.id, start=start, end=end), group_by)
+    return await summarize_fast(session, UsageFilter(economy_id=economy.id, start=start, end=end), group_by)
 
 
 @dataclass(frozen=True)

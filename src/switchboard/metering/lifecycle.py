@@ -8,6 +8,7 @@ from fastapi import FastAPI
 
 from switchboard.config_file import ConfigError, locate
 from switchboard.db.write_transaction import WriteTransactions
+from switchboard.metering import retention
 from switchboard.metering.economies import check_config_economies, sync_config_economies
 from switchboard.metering.resolution import register_default
 from switchboard.metering.spool import UsageSpool
@@ -43,9 +44,11 @@ async def startup(app: FastAPI) -> None:
         outage.on_recovery(writer.catch_up)
         await writer.catch_up()  # what a worker killed mid-outage left behind
     app.state.call_sink = writer
+    retention.start(app, settings.usage_retention_days)
 
 
 async def shutdown(app: FastAPI) -> None:
+    await retention.stop(app)
     writer: UsageWriter | None = getattr(app.state, "call_sink", None)
     if writer is not None:
         await writer.close()

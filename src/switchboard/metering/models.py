@@ -91,3 +91,44 @@ class UsageRecordRow(Base):
         Index("ix_usage_records_user_time", "user_id", "occurred_at", "id"),
         Index("ix_usage_records_agent_session", "agent_id", "session_id"),
     )
+
+
+class _RollupColumns:
+    """What a rollup row sums: the records of one period per key (see UsageRollupRow)."""
+
+    economy_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    # The period's first moment: the hour (usage_rollups) or the UTC day (usage_daily_rollups).
+    hour: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
+    user_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    room_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    provider: Mapped[str] = mapped_column(String(32), primary_key=True)
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), primary_key=True)
+    requests: Mapped[int] = mapped_column(BigInteger)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger)
+    cached_tokens: Mapped[int] = mapped_column(BigInteger)
+    reasoning_tokens: Mapped[int] = mapped_column(BigInteger)
+    cost: Mapped[int] = mapped_column(BigInteger)
+    unpriced_requests: Mapped[int] = mapped_column(BigInteger)
+
+    # SQLite: the rows live in their primary key's B-tree, so that an upsert writes one tree, not two.
+    __table_args__: Any = {"sqlite_with_rowid": False}
+
+
+class UsageRollupRow(_RollupColumns, Base):
+    """Sums of the usage records of one hour per key, kept by the usage writer in the records' transaction.
+
+    Summaries read these for whole hours (metering/rollup_summary.py). Key columns are never null, so
+    that the primary key can take the upsert on both databases: a call without a room has the nil
+    UUID, one without an agent the empty string (metering/rollups.py maps them back to null).
+    """
+
+    __tablename__ = "usage_rollups"
+
+
+class UsageDailyRollupRow(_RollupColumns, Base):
+    """The same sums per UTC day (`hour` is the day's 00:00): a month's summary reads ~30 rows per key."""
+
+    __tablename__ = "usage_daily_rollups"

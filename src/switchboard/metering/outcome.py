@@ -71,9 +71,10 @@ class Settlement:
 
 
 class CallSink(Protocol):
-    """`app.state.call_sink`: `record` returns only once the outcome's record is committed."""
+    """`app.state.call_sink`: `record` returns only once the outcome's record is committed (with its
+    cost, when known)."""
 
-    async def record(self, outcome: CallOutcome, settlement: Settlement | None = None) -> None: ...
+    async def record(self, outcome: CallOutcome, settlement: Settlement | None = None) -> int | None: ...
 
 
 def new_record_id() -> uuid.UUID:

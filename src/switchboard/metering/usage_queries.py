@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -58,6 +58,10 @@ def key_from_cursor(cursor: str | None) -> Key | None:
 
 
 async def records_after(session: AsyncSession, usage: UsageFilter, after: Key | None, limit: int) -> list[R]:
+    if after is not None and (usage.start is None or after[0] > usage.start):
+        # The cursor's time as the lower bound: with the range's start instead, SQLite walks the
+        # index from the start to reach a deep page (each page slower than the last).
+        usage = replace(usage, start=after[0])
     query = select(R).where(*usage.clauses()).order_by(R.occurred_at, R.id).limit(limit)
     if after is not None:
         when, record_id = after

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import Table
+from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from switchboard.config_file import ModelEntry
@@ -30,7 +30,9 @@ from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.outcome import CallOutcome, Settlement, new_record_id
 from switchboard.metering.pricing import Prices, compute_cost, find_prices, litellm_lookup, needs_litellm
 from switchboard.metering.resolution import cache_generation
+from switchboard.metering.rollups import RecordsExisted, RollupKeeper
 from switchboard.metering.spool import UsageSpool, read_file
+from switchboard.observability import events
 
 log = logging.getLogger("switchboard.metering.writer")
 
@@ -65,6 +67,7 @@ class _Pending:
     record_id: uuid.UUID
     done: asyncio.Future[None]
     settlement: Settlement | None = None
+    cost: int | None = None  # nano-units, once costed
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,15 @@ class UsageWriter:
         self._engine = engine.sync_engine
         self._idempotency = idempotency
         self._transactions = transactions or WriteTransactions(engine)
-        self._insert = batch_insert(engine, _TABLE, _COLUMNS)
+        # Every insert also adds its records to the hourly and daily rollups, in the same transaction.
+        self._rollups = RollupKeeper(_COLUMNS, engine.dialect)
+        self._insert = batch_insert(
+            engine,
+            _TABLE,
+            _COLUMNS,
+            sqlite_after=self._rollups.after_sqlite_insert if self._rollups.postgres is None else None,
+            postgres_statement=self._rollups.postgres,
+        )
         self._core_insert = driver_ready(insert_for(engine.dialect.name)(_TABLE).on_conflict_do_nothing())
         self._catalog = dict(catalog)
         self._queue: asyncio.Queue[_Pending | _CatchUp | None] = asyncio.Queue(maxsize=max(1, queue_size))
@@ -151,8 +162,9 @@ class UsageWriter:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="usage-writer")
 
-    async def record(self, outcome: CallOutcome, settlement: Settlement | None = None) -> None:
-        """Returns once the record and its settlement (limit holds, idempotent answer) are committed."""
+    async def record(self, outcome: CallOutcome, settlement: Settlement | None = None) -> int | None:
+        """Returns once the record and its settlement (limit holds, idempotent answer) are committed;
+        with the record's cost (None while it waits in the spool for the database)."""
         if outcome.occurred_at.tzinfo is None:
             raise ValueError("CallOutcome.occurred_at must be timezone-aware")
         if self._closing or self._task is None:
@@ -171,6 +183,7 @@ class UsageWriter:
             put.add_done_callback(self._blocked_puts.discard)
             await asyncio.shield(put)
         await asyncio.shield(pending.done)
+        return pending.cost
 
     async def catch_up(self) -> None:
         """Commits every spooled record (this process's and those of dead ones); raises if it cannot."""
@@ -216,7 +229,9 @@ class UsageWriter:
                     break
                 batch.append(item)
             try:
+                started = time.perf_counter()
                 await self._write(batch)
+                events.usage_batch_written(self, started, self._queue.qsize())
             except Exception as exc:  # the writer task must survive anything; callers get the error
                 log.exception("usage batch of %d failed", len(batch))
                 for pending in batch:
@@ -319,6 +334,25 @@ class UsageWriter:
         return prices, economy.markup_bps if economy is not None else 0
 
     async def _commit(self, batch: list[_Pending]) -> None:
+        try:
+            await self._commit_once(batch)
+        except RecordsExisted:
+            # A batch retried (or replayed from the spool) whose earlier commit went through after
+            # all: those records, and what committed with them, are stored. Write only the others.
+            fresh = await self._not_stored(batch)
+            if fresh:
+                await self._commit_once(fresh)
+
+    async def _not_stored(self, batch: list[_Pending]) -> list[_Pending]:
+        async with self._sessionmaker() as session:
+            stored = set(
+                await session.scalars(
+                    select(UsageRecordRow.id).where(UsageRecordRow.id.in_([p.record_id for p in batch]))
+                )
+            )
+        return [pending for pending in batch if pending.record_id not in stored]
+
+    async def _commit_once(self, batch: list[_Pending]) -> None:
         if any(pending.settlement is not None for pending in batch):
             await self._commit_with_settlements(batch)
             return
@@ -388,15 +422,16 @@ class UsageWriter:
                 conn,
                 (limit.id for p in batch if p.settlement is not None for limit in p.settlement.limits),
             )
-            kept: list[dict[str, object]] = []
+            kept: list[tuple[object, ...]] = []
             actuals: list[ledger.Actual] = []
+            recovered: list[tuple[object, ...]] = []
             for pending, row in zip(batch, rows, strict=True):
                 settlement = pending.settlement
                 if settlement is not None and settlement.abandoned:
                     if await self._free_dead(conn, settlement, now):
-                        kept.append(dict(zip(_COLUMNS, row, strict=True)))
+                        recovered.append(row)
                     continue
-                kept.append(dict(zip(_COLUMNS, row, strict=True)))
+                kept.append(row)
                 if settlement is None:
                     continue
                 if settlement.call_id is not None:
@@ -413,9 +448,26 @@ class UsageWriter:
                     )
                     for limit in settlement.limits
                 )
+            if recovered:
+                kept.extend(await self._not_yet_stored(conn, recovered))
             if kept:
-                await conn.execute(self._core_insert, kept)
+                await self._rollups.insert_in(conn, self._core_insert, kept)
             await ledger.count(conn, actuals)
+
+    async def _not_yet_stored(
+        self, conn: LedgerConnection, rows: list[tuple[object, ...]]
+    ) -> list[tuple[object, ...]]:
+        """A dead call's `abandoned` record, once: recovery frees its holds and its idempotency key
+        separately (and every replica sweeps), each bringing the same record id. What it freed is
+        committed either way; the record is stored by the first."""
+        ids = list(dict.fromkeys(row[0] for row in rows))
+        stored = set((await conn.execute(select(_TABLE.c.id).where(_TABLE.c.id.in_(ids)))).scalars())
+        fresh: list[tuple[object, ...]] = []
+        for row in rows:
+            if row[0] not in stored:
+                stored.add(row[0])
+                fresh.append(row)
+        return fresh
 
     async def _free_dead(self, conn: LedgerConnection, settlement: Settlement, now: datetime) -> bool:
         freed = False
@@ -433,6 +485,7 @@ class UsageWriter:
             # Absurd prices: storing the record (flagged unpriced) beats losing it to a column overflow.
             log.warning("cost of record %s exceeds the cost column; stored unpriced", pending.record_id)
             cost = replace(cost, nanos=0, priced=False)
+        pending.cost = cost.nanos
         return (
             pending.record_id,
             *_outcome_values(outcome),

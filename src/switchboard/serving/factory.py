@@ -56,6 +56,9 @@ def create_app() -> FastAPI:
     gc.disable()
     try:
         from switchboard.app import create_app as build
+        from switchboard.logging_setup import hold_early_records
+
+        hold_early_records()  # what settings log before logging is configured keeps the log's format
 
         app = build()
     except BaseException:

@@ -8,7 +8,7 @@ import logging
 import os
 
 from switchboard import API_VERSION
-from switchboard.logging_setup import configure_logging, flush_all
+from switchboard.logging_setup import configure_logging, flush_all, hold_early_records
 from switchboard.settings import Settings, load_settings
 from switchboard.startup_errors import check_database, shown_url
 
@@ -45,6 +45,7 @@ def announce(settings: Settings, url: str, workers: int) -> None:
 def run(args: argparse.Namespace) -> int:
     from switchboard.serving.supervisor import bind, listen_url, serve
 
+    hold_early_records()  # the generated-secret warning, written once the format is known
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
     asyncio.run(check_database(settings.database_url))

@@ -26,6 +26,7 @@ def _options(host: str, port: int, workers: int) -> dict[str, Any]:
         "ws": "none",  # no WebSocket routes: spares each worker the import
         "access_log": False,
         "log_level": "warning",
+        "log_config": None,  # its lines go through the gateway's handler (logging_setup.py): JSON stays JSON
         "timeout_graceful_shutdown": 30,
     }
 
@@ -72,13 +73,14 @@ def serve(sock: socket.socket, host: str, port: int, workers: int) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             server.run(sockets=[sock])
         return 0 if server.started else STARTUP_FAILURE
-    from uvicorn.supervisors import Multiprocess
+    from switchboard.observability.workers import MetricsMultiprocess, shared_metrics
 
     # What uvicorn.run does for several workers, keeping hold of the supervisor to read how they ended:
     # uvicorn stops every worker when one fails to start, but returns as after a requested stop.
     config = uvicorn.Config(APP, **_options(host, port, workers))
-    supervisor = Multiprocess(config, sockets=[sock])
-    supervisor.run()
+    with shared_metrics():  # /metrics adds up every worker's values (observability/workers.py)
+        supervisor = MetricsMultiprocess(config, sockets=[sock])
+        supervisor.run()
     if any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes):
         print("switchboard: a worker could not start (its error is above); stopped", file=sys.stderr)
         return STARTUP_FAILURE

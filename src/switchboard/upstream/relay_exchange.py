@@ -29,6 +29,8 @@ async def open_response(
     """The connection once the response headers arrived (by `deadline`); provider errors raised as
     the gateway's. Cancelled or timed out before that, the connection is closed: the provider stops.
     """
+    if target.trace_headers:
+        headers += target.trace_headers
     try:
         request = endpoint.request(target.secret, content, headers)
         conn = pool.reuse(endpoint.origin) or await pool.connect(endpoint.origin, deadline, target.connect)

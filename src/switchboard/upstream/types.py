@@ -25,6 +25,8 @@ class UpstreamTarget:
     # Timeouts; None: the client's.
     first_byte: float | None = None
     connect: float | None = None
+    # Header lines every request of this attempt carries (its `traceparent` when tracing is on, SPEC §17).
+    trace_headers: bytes = b""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,132 @@
+"""The pipeline's events, the only places telemetry hangs off (STYLE, part two).
+
+attempt started / attempt failed (llm/attempts.py), attempt moved on from (ledger.record_attempt),
+limit refused (ledger.begin), stream opened / closed (llm/relay.py), call settled (ledger.settle,
+every ending of every surface), usage batch written (metering/writer.py). Each does the least it
+can: the metrics' children are resolved once per label set, tracing is one flag when it is off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from switchboard.observability import tracing
+from switchboard.observability.metrics import Metrics
+from switchboard.observability.request import CURRENT
+
+if TYPE_CHECKING:
+    from switchboard.llm.context import PreparedCall
+    from switchboard.metering.outcome import CallOutcome
+
+# The usage writer knows no app state; lifecycle.py tells this module whose metrics it feeds.
+_WRITERS: weakref.WeakKeyDictionary[Any, Metrics] = weakref.WeakKeyDictionary()
+
+
+def _metrics(state: Any) -> Metrics | None:
+    return getattr(state, "metrics", None)
+
+
+def error_type_of(outcome: CallOutcome) -> str:
+    """'' for a call that succeeded; else its error code (`cancelled` when the client left)."""
+    if outcome.status == "ok":
+        return ""
+    if outcome.status == "cancelled":
+        return "cancelled"
+    return outcome.error_code or outcome.status
+
+
+def attempt_started(call: PreparedCall) -> None:
+    if tracing.ON:
+        request = CURRENT.get()
+        if request is not None:
+            tracing.start_attempt(request, call)
+
+
+def attempt_failed(state: Any, call: PreparedCall, error: BaseException) -> None:
+    """A provider attempt ended in `error` (before or after its first byte); not the client leaving."""
+    if isinstance(error, asyncio.CancelledError):
+        return
+    code: Any = getattr(error, "openai_code", None) or getattr(error, "code", None)
+    kind = str(code or type(error).__name__)
+    metrics = _metrics(state)
+    if metrics is not None:
+        metrics.upstream_error(call.model.provider, kind)
+    if tracing.ON:
+        request = CURRENT.get()
+        if request is not None:
+            tracing.attempt_failed(request, kind)
+
+
+def provider_headers() -> bytes:
+    """Header lines for the provider request of the attempt under way: its `traceparent`."""
+    if not tracing.ON:
+        return b""
+    request = CURRENT.get()
+    return tracing.provider_headers(request) if request is not None else b""
+
+
+def attempt_moved_on(state: Any) -> None:
+    metrics = _metrics(state)
+    if metrics is not None:
+        metrics.fallbacks.inc()
+
+
+def limit_refused(state: Any) -> None:
+    metrics = _metrics(state)
+    if metrics is not None:
+        metrics.limit_rejections.inc()
+
+
+def stream_opened(state: Any) -> None:
+    metrics = _metrics(state)
+    if metrics is not None:
+        metrics.streams.inc()
+
+
+def stream_closed(state: Any) -> None:
+    metrics = _metrics(state)
+    if metrics is not None:
+        metrics.streams.dec()
+
+
+def call_settled(state: Any, call: PreparedCall, outcome: CallOutcome, cost: int | None) -> None:
+    """Every call's one ending: its duration, tokens and cost; its figures for the access record."""
+    error_type = error_type_of(outcome)
+    metrics = _metrics(state)
+    if metrics is not None:
+        series = metrics.series(outcome.provider, outcome.model, outcome.endpoint, error_type)
+        series.duration.observe(outcome.latency_ms / 1000)
+        if outcome.stream and outcome.ttft_ms is not None and not error_type:
+            series.ttft.observe(outcome.ttft_ms / 1000)
+        if outcome.prompt_tokens:
+            series.input_tokens.observe(outcome.prompt_tokens)
+        if outcome.completion_tokens:
+            series.output_tokens.observe(outcome.completion_tokens)
+        if cost:
+            metrics.cost_of(str(outcome.economy_id)).inc(cost)
+    request = CURRENT.get()
+    if request is not None:
+        request.model = outcome.model
+        request.provider = outcome.provider
+        request.economy_id = str(outcome.economy_id)
+        request.prompt_tokens = outcome.prompt_tokens
+        request.completion_tokens = outcome.completion_tokens
+        request.cost = str(cost) if cost is not None else None
+        request.attempts = outcome.attempt
+        if tracing.ON:
+            tracing.call_settled(request, outcome)
+
+
+def watch_writer(writer: Any, metrics: Metrics) -> None:
+    _WRITERS[writer] = metrics
+
+
+def usage_batch_written(writer: Any, started: float, queued: int) -> None:
+    """The usage writer wrote a batch begun at `started` (perf_counter); `queued` records wait."""
+    metrics = _WRITERS.get(writer)
+    if metrics is not None:
+        metrics.commit_seconds.observe(time.perf_counter() - started)
+        metrics.queue_depth.set(queued)
