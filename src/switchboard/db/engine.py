@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +12,22 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry
 
+# Turning a new database file to WAL needs it to itself: processes opening it together can get
+# "database is locked" at once, without SQLite's busy handler. They take turns instead.
+WAL_SWITCH_TRIES = 200
+WAL_SWITCH_PAUSE = 0.05
+
 
 def _sqlite_pragmas(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    for attempt in range(WAL_SWITCH_TRIES):
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            break
+        except Exception as error:
+            if "locked" not in str(error) or attempt == WAL_SWITCH_TRIES - 1:
+                raise
+            time.sleep(WAL_SWITCH_PAUSE)
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
