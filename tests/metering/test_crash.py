@@ -36,11 +36,17 @@ def free_port() -> int:
 
 
 @contextmanager
-def gateway_process(env: dict[str, str], log: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def gateway_process(
+    env: dict[str, str], log: Path, *serve_args: str
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`switchboard serve` on a free port (with `serve_args`), once it answers /health."""
     port = free_port()
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [str(SWITCHBOARD), "serve", "--port", str(port)], env=env, stdout=out, stderr=subprocess.STDOUT
+            [str(SWITCHBOARD), "serve", "--port", str(port), *serve_args],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -8,10 +8,8 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from switchboard.auth.tokens import TokenCodec
 from tests.conftest import default_test_config
-from tests.metering.test_crash import SWITCHBOARD, free_port
+from tests.metering.test_crash import gateway_process
 from tests.observability.samples import Samples, parse
 from tests.support import gateway as support
 from tests.support.databases import DatabaseFactory
@@ -37,33 +35,10 @@ CHAT = {
 COST = 11 * 150 + 7 * 600
 
 
-@contextmanager
-def server(env: dict[str, str], log: Path, workers: int) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    port = free_port()
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [str(SWITCHBOARD), "serve", "--port", str(port), "--workers", str(workers)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
-        yield process, url
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=30)
+def server(
+    env: dict[str, str], log: Path, workers: int
+) -> AbstractContextManager[tuple[subprocess.Popen[bytes], str]]:
+    return gateway_process(env, log, "--workers", str(workers))
 
 
 def workers_of(pid: int) -> list[int]:

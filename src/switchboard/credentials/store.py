@@ -105,6 +105,13 @@ class CredentialStore:
     ) -> dict[str, CredentialRef]:
         """Per provider, the credential the caller may spend: the room's, then their own, then the
         deployment's. Raises NotFound when `room_id` names a room the caller is not in."""
+        return {provider: refs[0] for provider, refs in (await self.spendable(principal, room_id)).items()}
+
+    async def spendable(
+        self, principal: Principal, room_id: uuid.UUID | None = None
+    ) -> dict[str, list[CredentialRef]]:
+        """Per provider, every credential the caller may spend, in scope order (room's, own,
+        deployment's), for routing to pool (SPEC §14)."""
         if principal.is_delegated:
             if room_id is None:
                 room_id = principal.acting_as
@@ -112,26 +119,6 @@ class CredentialStore:
                 raise groups.room_not_found()
         if not principal.can_write:
             # Viewers and read-scoped delegation tokens do not call models.
-            return {}
-        room_refs, own_refs = await self._stored(principal.user_id, room_id)
-        if room_id is not None and room_refs is None:
-            raise groups.room_not_found()
-        found: dict[str, CredentialRef] = {}
-        for ref in [*(room_refs or ()), *own_refs, *self._deployment_refs()]:
-            found.setdefault(ref.provider, ref)
-        return found
-
-    async def spendable(
-        self, principal: Principal, room_id: uuid.UUID | None = None
-    ) -> dict[str, list[CredentialRef]]:
-        """Per provider, every credential the caller may spend, in scope order (room's, own,
-        deployment's), for routing to pool (SPEC §14). Same checks as `in_reach`."""
-        if principal.is_delegated:
-            if room_id is None:
-                room_id = principal.acting_as
-            elif room_id != principal.acting_as:
-                raise groups.room_not_found()
-        if not principal.can_write:
             return {}
         room_refs, own_refs = await self._stored(principal.user_id, room_id)
         if room_id is not None and room_refs is None:
