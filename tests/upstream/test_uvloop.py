@@ -27,11 +27,14 @@ def test_calls_streams_timeouts_and_cancellation_on_uvloop(fake_provider: FakePr
     fake_provider.script(slow_model, first_byte_delay=5)
     fake_provider.script(endless_model, endless=True, chunk_delay=0.02)
 
-    def target(model: str) -> UpstreamTarget:
-        return UpstreamTarget("openai", model, Secret(KEY), fake_provider.base_url + "/v1", True)
+    def target(model: str, first_byte: float | None = None) -> UpstreamTarget:
+        base_url = fake_provider.base_url + "/v1"
+        return UpstreamTarget("openai", model, Secret(KEY), base_url, True, first_byte=first_byte)
 
     async def scenario() -> None:
-        client = UpstreamClient(Timeouts(connect=2, first_byte=0.5, idle=2))
+        # Generous for the calls that answer (a busy machine must not fail them); the slow model's
+        # 5 s silence meets a half-second bound of its own.
+        client = UpstreamClient(Timeouts(connect=5, first_byte=10, idle=5))
         try:
             reply = await client.chat(target(json_model), BODY)
             assert reply.usage == Usage(prompt_tokens=5, completion_tokens=2)
@@ -41,7 +44,7 @@ def test_calls_streams_timeouts_and_cancellation_on_uvloop(fake_provider: FakePr
             idle, busy = pooled(client)
             assert len(idle) == 1 and busy == 0
             with pytest.raises(UpstreamTimeout):
-                await client.chat(target(slow_model), BODY)
+                await client.chat(target(slow_model, first_byte=0.5), BODY)
             endless = client.chat_stream(target(endless_model), BODY)
             reading = asyncio.create_task(anext(endless))
             await reading
