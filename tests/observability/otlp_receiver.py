@@ -22,6 +22,8 @@ ERROR = Status.STATUS_CODE_ERROR
 
 def _value(value: AnyValue) -> Any:
     kind = value.WhichOneof("value")
+    if kind == "array_value":  # a string array such as gen_ai.response.finish_reasons
+        return [_value(item) for item in value.array_value.values]
     return getattr(value, kind) if kind else None
 
 

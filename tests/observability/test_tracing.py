@@ -4,6 +4,7 @@ per provider attempt under it, the client's traceparent continued and the attemp
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import subprocess
 import sys
@@ -12,10 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 
 from switchboard.observability import tracing
+from tests.fakes.provider import FakeProvider
+from tests.llm.conftest import unique_model
 from tests.observability.otlp_receiver import CLIENT, ERROR, SERVER, OtlpReceiver, ReceivedSpan
 from tests.routing.conftest import Caller, key, routing_config
 from tests.support.databases import DatabaseFactory
@@ -23,6 +27,7 @@ from tests.support.gateway import Gateway, build_settings, start_gateway, write_
 from tests.support.servers import ServerThread
 
 PROMPT_MARKER = "prompt-text-must-never-be-traced"
+BATCH_DELAY = "OTEL_BSP_SCHEDULE_DELAY"
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +46,12 @@ def traced(
     data_dir: Path = tmp_path_factory.mktemp("traced")
     config = write_config(data_dir, routing_config(fake_provider.base_url))
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver[1], "OTEL_SERVICE_NAME": "switchboard-test"}
-    gateway = start_gateway(build_settings(data_dir, asyncio.run(databases.create()), config, env))
+    # The SDK reads its batch delay from the process environment: spans out in 0.1 s, not 5 s.
+    os.environ[BATCH_DELAY] = "100"
+    try:
+        gateway = start_gateway(build_settings(data_dir, asyncio.run(databases.create()), config, env))
+    finally:
+        del os.environ[BATCH_DELAY]
     yield gateway
     gateway.stop()
     assert not tracing.ON
@@ -103,6 +113,7 @@ def test_a_call_is_one_server_span_with_one_client_span_carrying_its_usage(
         "gen_ai.provider.name": "openai",
         "gen_ai.request.model": "gpt-4o-mini",
         "gen_ai.response.model": "gpt-4o-mini",
+        "gen_ai.response.finish_reasons": ["stop"],
         "gen_ai.usage.input_tokens": record["prompt_tokens"],
         "gen_ai.usage.output_tokens": record["completion_tokens"],
         "switchboard.economy.id": record["economy_id"],
@@ -148,6 +159,121 @@ def test_each_attempt_of_a_fallback_is_a_client_span_and_the_failed_one_says_why
     assert record_one["status"] == "error"
     assert _sent_traceparents(fake_provider, down) == [f"00-{trace_id}-{first.span_id}-01"]
     assert _sent_traceparents(fake_provider, good) == [f"00-{trace_id}-{second.span_id}-01"]
+
+
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}},
+}
+# (surface, provider kind, whether the call offers a tool, the answer's finish reasons). Chat answers
+# say OpenAI's reasons whatever the kind (the adapters and litellm map theirs); a relayed Anthropic
+# Messages answer says Anthropic's stop_reason, a relayed Responses answer its status.
+FINISHES = [
+    ("chat", "openai", False, ["stop"]),
+    ("chat", "openai", True, ["tool_calls"]),
+    ("chat", "anthropic", False, ["stop"]),
+    ("chat", "gemini", False, ["stop"]),
+    ("chat", "mistral", False, ["stop"]),
+    ("messages", "anthropic", False, ["end_turn"]),
+    ("messages", "anthropic", True, ["tool_use"]),
+    ("messages", "openai", False, ["stop"]),
+    ("responses", "openai", False, ["completed"]),
+    ("responses", "gemini", False, ["stop"]),
+]
+
+
+def _base_url(fake_provider: FakeProvider, kind: str) -> str:
+    # OpenAI-wire kinds (openai, and mistral through litellm) take /v1; the others the host root.
+    return f"{fake_provider.base_url}/v1" if kind in ("openai", "mistral") else fake_provider.base_url
+
+
+def _call(
+    gateway: Gateway, token: str, surface: str, selector: str, tools: bool, stream: bool, traceparent: str
+) -> None:
+    """One call through the surface's official SDK, read to its end."""
+    headers = {"traceparent": traceparent}
+    if surface == "messages":
+        with anthropic.Anthropic(base_url=gateway.url, api_key=token, max_retries=0, timeout=20) as sdk:
+            extra: dict[str, Any] = {}
+            if tools:
+                extra["tools"] = [{"name": "get_weather", "input_schema": {"type": "object"}}]
+            answer = sdk.messages.create(
+                model=selector,
+                max_tokens=50,
+                messages=[{"role": "user", "content": "hi"}],
+                stream=stream,
+                extra_headers=headers,
+                **extra,
+            )
+            if stream:
+                assert list(answer)  # type: ignore[call-overload]
+        return
+    with openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=token, max_retries=0, timeout=20) as client:
+        if surface == "responses":
+            reply: Any = client.responses.create(
+                model=selector, input="hi", stream=stream, extra_headers=headers
+            )
+        else:
+            reply = client.chat.completions.create(
+                model=selector,
+                messages=[{"role": "user", "content": "hi"}],
+                stream=stream,
+                extra_headers=headers,
+                **({"tools": [WEATHER_TOOL]} if tools else {}),  # type: ignore[arg-type]
+            )
+        if stream:
+            assert list(reply)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize(
+    ("surface", "kind", "tools", "reasons"),
+    FINISHES,
+    ids=[f"{s}-{k}{'-tools' if t else ''}" for s, k, t, _ in FINISHES],
+)
+def test_the_answers_finish_reasons_are_on_its_attempts_span_and_on_the_server_span(
+    traced: Gateway,
+    receiver: tuple[OtlpReceiver, str],
+    fake_provider: FakeProvider,
+    surface: str,
+    kind: str,
+    tools: bool,
+    reasons: list[str],
+    stream: bool,
+) -> None:
+    user = traced.user()
+    secret = key()
+    Caller(user=user, sdk=None, fake_provider=fake_provider).add_key(  # type: ignore[arg-type]
+        kind, secret, base_url=_base_url(fake_provider, kind)
+    )
+    header, trace_id, _ = _traceparent()
+    _call(traced, user.token, surface, f"{kind}/{unique_model(kind)}", tools, stream, header)
+    spans = receiver[0].trace(trace_id, until=_complete(1))
+    (server,) = [span for span in spans if span.kind == SERVER]
+    (attempt,) = [span for span in spans if span.kind == CLIENT]
+    assert attempt.attributes["gen_ai.response.finish_reasons"] == reasons
+    assert server.attributes["gen_ai.response.finish_reasons"] == reasons
+    assert attempt.status != ERROR
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_a_long_tail_providers_request_carries_the_attempts_traceparent(
+    traced: Gateway, receiver: tuple[OtlpReceiver, str], fake_provider: FakeProvider, stream: bool
+) -> None:
+    """mistral goes through litellm (upstream/translated.py), which is handed the header to send."""
+    user = traced.user()
+    secret = key()
+    Caller(user=user, sdk=None, fake_provider=fake_provider).add_key(  # type: ignore[arg-type]
+        "mistral", secret, base_url=_base_url(fake_provider, "mistral")
+    )
+    header, trace_id, _ = _traceparent()
+    model = unique_model("mistral")
+    _call(traced, user.token, "chat", f"mistral/{model}", False, stream, header)
+    spans = receiver[0].trace(trace_id, until=_complete(1))
+    (attempt,) = [span for span in spans if span.kind == CLIENT]
+    [seen] = fake_provider.received(model)
+    assert seen.path == "/v1/chat/completions" and seen.api_key == secret
+    assert seen.headers.get("traceparent") == f"00-{trace_id}-{attempt.span_id}-01"
 
 
 def test_a_request_without_traceparent_starts_a_trace_and_health_has_its_span(

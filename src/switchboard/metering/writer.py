@@ -25,11 +25,10 @@ from switchboard.errors import ServiceUnavailable
 from switchboard.idempotency.service import IdempotencyStore
 from switchboard.kit.clock import utcnow
 from switchboard.limits import ledger
-from switchboard.metering.economies import Economy, economies_by_id
 from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.outcome import CallOutcome, Settlement, new_record_id
-from switchboard.metering.pricing import Prices, compute_cost, find_prices, litellm_lookup, needs_litellm
-from switchboard.metering.resolution import cache_generation
+from switchboard.metering.price_book import MAX_COST, PriceBook
+from switchboard.metering.pricing import Prices, compute_cost
 from switchboard.metering.rollups import RecordsExisted, RollupKeeper
 from switchboard.metering.spool import UsageSpool, read_file
 from switchboard.observability import events
@@ -38,13 +37,8 @@ log = logging.getLogger("switchboard.metering.writer")
 
 _TABLE = cast(Table, UsageRecordRow.__table__)
 MAX_BATCH = 500
-_MAX_LOOKUPS = 10_000
-_MAX_COST = 2**63 - 1  # BIGINT
 # Transient database trouble (failover, a dropped connection) is retried before giving up.
 RETRY_DELAYS = (0.05, 0.2, 1.0)
-# Economy manifests (markup, price overrides) are re-read at most this often: a batch of one call
-# (concurrency 1) would otherwise pay a query for them. Matches the resolution cache's lifetime.
-ECONOMY_TTL_SECONDS = 2.0
 _OUTCOME_FIELDS = tuple(f.name for f in fields(CallOutcome))
 _outcome_values = operator.attrgetter(*_OUTCOME_FIELDS)
 # The order of the values `_row` hands to the insert.
@@ -137,7 +131,7 @@ class UsageWriter:
             postgres_statement=self._rollups.postgres,
         )
         self._core_insert = driver_ready(insert_for(engine.dialect.name)(_TABLE).on_conflict_do_nothing())
-        self._catalog = dict(catalog)
+        self._book = PriceBook(sessionmaker, self._engine, catalog)
         self._queue: asyncio.Queue[_Pending | _CatchUp | None] = asyncio.Queue(maxsize=max(1, queue_size))
         self._outage = outage
         self._spool = spool
@@ -145,12 +139,6 @@ class UsageWriter:
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._blocked_puts: set[asyncio.Task[None]] = set()
-        self._litellm: dict[tuple[str, str], Prices] = {}
-        self._economies: dict[uuid.UUID, Economy] = {}
-        # Prices per (economy, provider, model): overrides over catalog over litellm, resolved once.
-        self._prices: dict[tuple[uuid.UUID, str, str], Prices] = {}
-        self._economies_until = 0.0
-        self._economies_generation = -1
         self.batches = 0  # committed transactions, for tests and the benchmark
         self.records = 0
 
@@ -164,7 +152,8 @@ class UsageWriter:
 
     async def record(self, outcome: CallOutcome, settlement: Settlement | None = None) -> int | None:
         """Returns once the record and its settlement (limit holds, idempotent answer) are committed;
-        with the record's cost (None while it waits in the spool for the database)."""
+        with the record's cost. One spooled while the database is away is costed from the prices
+        read before (PriceBook.known_cost): None when its economy was never read."""
         if outcome.occurred_at.tzinfo is None:
             raise ValueError("CallOutcome.occurred_at must be timezone-aware")
         if self._closing or self._task is None:
@@ -183,6 +172,8 @@ class UsageWriter:
             put.add_done_callback(self._blocked_puts.discard)
             await asyncio.shield(put)
         await asyncio.shield(pending.done)
+        if pending.cost is None:  # spooled: costed again when written, but metrics and the log want it now
+            return await self._book.known_cost(outcome)
         return pending.cost
 
     async def catch_up(self) -> None:
@@ -327,10 +318,8 @@ class UsageWriter:
 
     async def price_of(self, economy_id: uuid.UUID, provider: str, model: str) -> tuple[Prices, int]:
         """The prices and markup a record of this call will be costed with (for a limit's estimate)."""
-        economy = (await self._economies_by_id({economy_id})).get(economy_id)
-        prices = self._prices.get((economy_id, provider, model))
-        if prices is None:
-            prices = await self._find_prices(_PriceProbe(economy_id, provider, model), economy)
+        economy = (await self._book.economies({economy_id})).get(economy_id)
+        prices = await self._book.prices(_PriceProbe(economy_id, provider, model), economy)
         return prices, economy.markup_bps if economy is not None else 0
 
     async def _commit(self, batch: list[_Pending]) -> None:
@@ -361,55 +350,15 @@ class UsageWriter:
         # double a record.
         await self._insert.insert(rows)
 
-    async def _economies_of(self, batch: list[_Pending]) -> dict[uuid.UUID, Economy]:
-        """The batch's economies; a session and a query only for those not cached."""
-        return await self._economies_by_id({p.outcome.economy_id for p in batch})
-
-    async def _economies_by_id(self, ids: set[uuid.UUID]) -> dict[uuid.UUID, Economy]:
-        now = time.monotonic()
-        generation = cache_generation(self._engine)
-        if now >= self._economies_until or generation != self._economies_generation:
-            self._economies.clear()
-            self._prices.clear()
-            self._economies_until = now + ECONOMY_TTL_SECONDS
-            self._economies_generation = generation
-        missing = ids - self._economies.keys()
-        if missing:
-            async with self._sessionmaker() as session:
-                self._economies.update(await economies_by_id(session, list(missing)))
-        return self._economies
-
-    async def _find_prices(self, outcome: CallOutcome | _PriceProbe, economy: Economy | None) -> Prices:
-        """Each side from the economy's override, the catalog or litellm's map, cached with the economy."""
-        overrides = economy.price_overrides if economy is not None else {}
-        prices = find_prices(outcome.provider, outcome.model, overrides, self._catalog)
-        if needs_litellm(prices):
-            litellm = await self._litellm_prices(outcome.provider, outcome.model)
-            prices = find_prices(outcome.provider, outcome.model, overrides, self._catalog, litellm)
-        if len(self._prices) >= _MAX_LOOKUPS:
-            self._prices.clear()  # callers can name any model; keep the cache bounded
-        self._prices[(outcome.economy_id, outcome.provider, outcome.model)] = prices
-        return prices
-
-    async def _litellm_prices(self, provider: str, model: str) -> Prices:
-        """litellm's cost map is consulted off the event loop (its first import is slow), once per model."""
-        key = (provider, model)
-        found = self._litellm.get(key)
-        if found is None:
-            if len(self._litellm) >= _MAX_LOOKUPS:
-                self._litellm.clear()
-            found = self._litellm[key] = await asyncio.to_thread(litellm_lookup, provider, model)
-        return found
-
     async def _rows(self, batch: list[_Pending]) -> list[tuple[object, ...]]:
-        economies = await self._economies_of(batch)
+        economies = await self._book.economies({p.outcome.economy_id for p in batch})
         rows = []
         for pending in batch:
             outcome = pending.outcome
             economy = economies.get(outcome.economy_id)
-            prices = self._prices.get((outcome.economy_id, outcome.provider, outcome.model))
+            prices = self._book.kept(outcome)
             if prices is None:
-                prices = await self._find_prices(outcome, economy)
+                prices = await self._book.prices(outcome, economy)
             rows.append(self._row(pending, prices, economy.markup_bps if economy is not None else 0))
         return rows
 
@@ -481,7 +430,7 @@ class UsageWriter:
         """The record's values in `_COLUMNS` order."""
         outcome = pending.outcome
         cost = compute_cost(prices, outcome.prompt_tokens, outcome.completion_tokens, markup)
-        if cost.nanos > _MAX_COST:
+        if cost.nanos > MAX_COST:
             # Absurd prices: storing the record (flagged unpriced) beats losing it to a column overflow.
             log.warning("cost of record %s exceeds the cost column; stored unpriced", pending.record_id)
             cost = replace(cost, nanos=0, priced=False)

@@ -1,6 +1,7 @@
 """The pipeline's events, the only places telemetry hangs off (STYLE, part two).
 
-attempt started / attempt failed (llm/attempts.py), attempt moved on from (ledger.record_attempt),
+attempt started / attempt failed (llm/attempts.py), answer read (upstream/client.py, native.py: its
+finish reasons, for tracing only), attempt moved on from (ledger.record_attempt),
 limit refused (ledger.begin), stream opened / closed (llm/relay.py), call settled (ledger.settle,
 every ending of every surface), usage batch written (metering/writer.py). Each does the least it
 can: the metrics' children are resolved once per label set, tracing is one flag when it is off.
@@ -13,13 +14,14 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from switchboard.observability import tracing
+from switchboard.observability import finish, tracing
 from switchboard.observability.metrics import Metrics
 from switchboard.observability.request import CURRENT
 
 if TYPE_CHECKING:
     from switchboard.llm.context import PreparedCall
     from switchboard.metering.outcome import CallOutcome
+    from switchboard.upstream.types import UpstreamStream
 
 # The usage writer knows no app state; lifecycle.py tells this module whose metrics it feeds.
 _WRITERS: weakref.WeakKeyDictionary[Any, Metrics] = weakref.WeakKeyDictionary()
@@ -66,6 +68,32 @@ def provider_headers() -> bytes:
         return b""
     request = CURRENT.get()
     return tracing.provider_headers(request) if request is not None else b""
+
+
+def choices_answered(body: bytes) -> None:
+    """A non-streamed OpenAI-format answer (chat or text completion) came: its finish reasons."""
+    if tracing.ON:
+        request = CURRENT.get()
+        if request is not None:
+            tracing.finish_reasons(request, finish.of_choices(body))
+
+
+def watch_choices(stream: UpstreamStream) -> UpstreamStream:
+    """An OpenAI-format stream, watched for its finish reasons when tracing is on (else as it is)."""
+    if not tracing.ON:
+        return stream
+    request = CURRENT.get()
+    if request is None:
+        return stream
+    return finish.ChoicesWatch(stream, lambda reasons: tracing.finish_reasons(request, reasons))
+
+
+def answer_finished(reasons: list[str]) -> None:
+    """The finish reasons a native relay read where it parsed the answer anyway (upstream/native.py)."""
+    if tracing.ON:
+        request = CURRENT.get()
+        if request is not None:
+            tracing.finish_reasons(request, reasons)
 
 
 def attempt_moved_on(state: Any) -> None:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("switchboard.tracing")
 
+FINISH_REASONS = "gen_ai.response.finish_reasons"  # a string array (OTel GenAI conventions)
+
 ON = False
 _tracer: Any = None
 _provider: Any = None
@@ -140,6 +142,17 @@ def provider_headers(request: RequestTelemetry) -> bytes:
         return b""
     context = span.get_span_context()
     return b"traceparent: 00-%032x-%016x-%02x\r\n" % (context.trace_id, context.span_id, context.trace_flags)
+
+
+def finish_reasons(request: RequestTelemetry, reasons: list[str]) -> None:
+    """The answer's finish reasons, on the attempt's span and on the request's (the answer the client
+    got is the last attempt's); the latest said wins."""
+    if not reasons:
+        return
+    if request.attempt_span is not None:
+        request.attempt_span.set_attribute(FINISH_REASONS, reasons)
+    if request.span is not None:
+        request.span.set_attribute(FINISH_REASONS, reasons)
 
 
 def call_settled(request: RequestTelemetry, outcome: CallOutcome) -> None:

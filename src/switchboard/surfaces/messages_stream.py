@@ -21,6 +21,7 @@ from switchboard.surfaces.stream import SurfaceStream
 from switchboard.upstream.types import StreamEvent, UpstreamStream, Usage
 
 MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+_ERROR_EVENT = b"event: error"
 
 
 def event(payload: dict[str, Any]) -> bytes:
@@ -174,10 +175,13 @@ class MessagesStream(SurfaceStream):
 
 class HeldStop(SurfaceStream):
     """An `anthropic` provider's own events, byte for byte, but for its message_stop: held as `end`,
-    which the relay reads once the stream is over (none when the provider broke off without one)."""
+    which the relay reads once the stream is over (none when the provider broke off without one).
+    A provider `error` event is relayed too, and the failure it ends the stream with
+    (upstream/native.py) adds no second one."""
 
     def __init__(self, native: UpstreamStream) -> None:
         self._native = native
+        self._told = False  # the provider's own error event went out
 
     async def __anext__(self) -> StreamEvent:
         while True:
@@ -195,9 +199,12 @@ class HeldStop(SurfaceStream):
         await self._native.aclose()
 
     def error_event(self, error: BaseException) -> bytes:
-        return error_event(error)
+        return b"" if self._told else error_event(error)
 
     def _holds(self, found: StreamEvent) -> bool:
+        if found.data.startswith(_ERROR_EVENT):
+            self._told = True
+            return False
         if b"message_stop" not in found.data:  # text deltas pass without a parse
             return False
         for line in found.data.splitlines():

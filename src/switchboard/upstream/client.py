@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from switchboard.errors import BadRequest
+from switchboard.observability import events
 from switchboard.settings import Settings
 from switchboard.upstream import providers
 from switchboard.upstream.adapters.anthropic import AnthropicAdapter
@@ -75,13 +76,16 @@ class UpstreamClient:
             self._translated = TranslatedRelay(self.pool)
         return self._translated
 
+    # Every kind's answer is OpenAI-format here: tracing reads its finish reasons in one place.
     async def chat(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         """A non-streamed chat completion as OpenAI-format JSON bytes."""
-        return await self._relay(target).chat(target, body)
+        reply = await self._relay(target).chat(target, body)
+        events.choices_answered(reply.body)
+        return reply
 
     def chat_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream:
         """A streamed chat completion; the provider is called on the first `__anext__`."""
-        return self._relay(target).chat_stream(target, body)
+        return events.watch_choices(self._relay(target).chat_stream(target, body))
 
     async def embeddings(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         if target.provider == "openai":
@@ -90,10 +94,12 @@ class UpstreamClient:
 
     async def completions(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         """A legacy text completion, relayed: only OpenAI-format providers offer the endpoint."""
-        return await self._openai_only(target).completions(target, body)
+        reply = await self._openai_only(target).completions(target, body)
+        events.choices_answered(reply.body)
+        return reply
 
     def completions_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream:
-        return self._openai_only(target).chat_stream(target, body, "/completions")
+        return events.watch_choices(self._openai_only(target).chat_stream(target, body, "/completions"))
 
     def _openai_only(self, target: UpstreamTarget) -> OpenAIRelay:
         if target.provider != "openai":

@@ -1,6 +1,8 @@
 """A client surface relayed to a provider that speaks it (SPEC §16): Anthropic Messages to an
 `anthropic` credential, OpenAI Responses to an `openai` one. The body goes out with only `model`
-changed, the answer comes back byte for byte; only the usage is read on the way.
+changed, the answer comes back byte for byte; only the usage is read on the way (and, while tracing
+is on, the finish reasons, from the same parsed events). An Anthropic `error` event is relayed as it
+came and then ends the stream as the provider's failure, so that the call is recorded as failed.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from switchboard.errors import BadRequest, UpstreamFailed
+from switchboard.errors import BadRequest, SwitchboardError, UpstreamFailed
+from switchboard.observability import events as telemetry
+from switchboard.observability import tracing
 from switchboard.upstream import endpoints, provider_errors, relay_exchange
+from switchboard.upstream.adapters.anthropic_stream import ERROR_STATUS
 from switchboard.upstream.connection_pool import ProviderConnections
 from switchboard.upstream.endpoints import Endpoint
 from switchboard.upstream.provider_stream import ProviderStream
@@ -56,27 +61,32 @@ def _answer(data: bytes) -> dict[str, Any]:
     return payload
 
 
-def _anthropic_body_usage(data: bytes) -> Usage | None:
-    usage = _answer(data).get("usage")
-    return anthropic_usage(usage) if isinstance(usage, dict) else None
+def _anthropic_reasons(message: dict[str, Any]) -> list[str]:
+    reason = message.get("stop_reason")
+    return [reason] if isinstance(reason, str) else []
 
 
-def _responses_body_usage(data: bytes) -> Usage | None:
-    usage = _answer(data).get("usage")
-    return responses_usage(usage) if isinstance(usage, dict) else None
+def _responses_reasons(response: dict[str, Any]) -> list[str]:
+    """A response names no finish reason: why it is incomplete, else its status (`completed`, …)."""
+    details = response.get("incomplete_details")
+    if isinstance(details, dict) and isinstance(details.get("reason"), str):
+        return [details["reason"]]
+    status = response.get("status")
+    return [status] if isinstance(status, str) else []
 
 
 class _RelayedEvents:
     """The provider's events as they came (each with its blank line), the usage read on the way."""
 
-    __slots__ = ("_buffer", "_read", "done", "usage")
-    failure = None  # the provider's error events are relayed to the client as they came
+    __slots__ = ("_buffer", "_read", "done", "failure", "usage")
 
     def __init__(self, read: Callable[[_RelayedEvents, dict[str, Any]], None]) -> None:
         self._buffer = b""
         self._read = read
         self.done = False
         self.usage: Usage | None = None
+        # An Anthropic `error` event, already relayed: raised after it, so the call ends as failed.
+        self.failure: SwitchboardError | None = None
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
         buffer = self._buffer + chunk if self._buffer else chunk
@@ -115,7 +125,14 @@ def _read_anthropic(events: _RelayedEvents, payload: dict[str, Any]) -> None:
         usage = (payload.get("message") or {}).get("usage")
         if isinstance(usage, dict):
             events.usage = anthropic_usage(usage)
+    elif kind == "error":
+        # Mapped as the anthropic adapter maps a mid-stream error (adapters/anthropic_stream.py).
+        error = payload.get("error")
+        status = ERROR_STATUS.get(str(error.get("type")), 500) if isinstance(error, dict) else 500
+        events.failure = provider_errors.from_response(status, {}, orjson.dumps(payload), None)
     elif kind == "message_delta" and isinstance(payload.get("usage"), dict):
+        if tracing.ON and isinstance(payload.get("delta"), dict):
+            telemetry.answer_finished(_anthropic_reasons(payload["delta"]))
         start = events.usage or Usage()
         delta = payload["usage"]
         # message_delta's usage is cumulative; input counts appear there only on some models.
@@ -130,32 +147,47 @@ def _read_anthropic(events: _RelayedEvents, payload: dict[str, Any]) -> None:
 
 def _read_responses(events: _RelayedEvents, payload: dict[str, Any]) -> None:
     if payload.get("type") in ("response.completed", "response.incomplete", "response.failed"):
-        usage = (payload.get("response") or {}).get("usage")
+        response = payload.get("response") or {}
+        usage = response.get("usage")
         if isinstance(usage, dict):
             events.usage = responses_usage(usage)
+        if tracing.ON and isinstance(response, dict):
+            telemetry.answer_finished(_responses_reasons(response))
 
 
 class NativeFormat(NamedTuple):
     default_base_url: str
     path: str
     auth_header: str
-    body_usage: Callable[[bytes], Usage | None]
+    usage: Callable[[Any], Usage]  # of the answer's `usage` object
+    reasons: Callable[[dict[str, Any]], list[str]]  # of the whole answer
     read_event: Callable[[_RelayedEvents, dict[str, Any]], None]
 
 
 ANTHROPIC_MESSAGES = NativeFormat(
-    "https://api.anthropic.com", "/v1/messages", "x-api-key", _anthropic_body_usage, _read_anthropic
+    "https://api.anthropic.com",
+    "/v1/messages",
+    "x-api-key",
+    anthropic_usage,
+    _anthropic_reasons,
+    _read_anthropic,
 )
 # Free at Anthropic and answered {"input_tokens": N}: no usage to read, nothing is metered.
 ANTHROPIC_COUNT_TOKENS = NativeFormat(
     "https://api.anthropic.com",
     "/v1/messages/count_tokens",
     "x-api-key",
-    _anthropic_body_usage,
+    anthropic_usage,
+    _anthropic_reasons,
     _read_anthropic,
 )
 OPENAI_RESPONSES = NativeFormat(
-    "https://api.openai.com/v1", "/responses", "authorization", _responses_body_usage, _read_responses
+    "https://api.openai.com/v1",
+    "/responses",
+    "authorization",
+    responses_usage,
+    _responses_reasons,
+    _read_responses,
 )
 
 
@@ -198,7 +230,11 @@ class NativeRelay:
             _encode({**body, "model": target.model}),
             headers,
         )
-        return UpstreamReply(body=data, usage=wire.body_usage(data))
+        answer = _answer(data)
+        if tracing.ON:
+            telemetry.answer_finished(wire.reasons(answer))
+        usage = answer.get("usage")
+        return UpstreamReply(body=data, usage=wire.usage(usage) if isinstance(usage, dict) else None)
 
     def stream(
         self, target: UpstreamTarget, wire: NativeFormat, body: dict[str, Any], headers: bytes = b""

@@ -74,6 +74,16 @@ def api_base(target: UpstreamTarget) -> str | None:
     return root + "/v1beta" if target.provider == "gemini" else root
 
 
+def header_fields(lines: bytes) -> dict[str, str]:
+    """Header lines (`name: value\r\n` each) as the mapping litellm's `extra_headers` takes."""
+    fields: dict[str, str] = {}
+    for line in lines.decode("latin-1").split("\r\n"):
+        name, colon, value = line.partition(":")
+        if colon:
+            fields[name.strip()] = value.strip()
+    return fields
+
+
 def credential_kwargs(target: UpstreamTarget) -> dict[str, str]:
     """The secret as litellm's kwargs: `api_key`, or a JSON secret's fields (azure's api_key and
     api_version, bedrock's aws_* keys), whose names are litellm's own."""
@@ -106,6 +116,8 @@ class TranslatedRelay:
         }
         if base is not None:
             kwargs["api_base"] = base
+        if target.trace_headers:  # the attempt's traceparent, when tracing is on (SPEC §17)
+            kwargs["extra_headers"] = header_fields(target.trace_headers)
         return litellm, kwargs
 
     def _client(self, target: UpstreamTarget, secret: dict[str, str], base: str | None) -> Any:

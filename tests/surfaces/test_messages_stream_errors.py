@@ -1,0 +1,85 @@
+"""A provider `error` event inside a relayed Anthropic stream (SPEC §16, §8): the client gets the
+provider's event as it came, once, and the call's usage record says the failure, with the code the
+gateway's own Anthropic adapter records for the same event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from tests.conftest import GatewayFactory, default_test_config
+from tests.fakes.anthropic_wire import error_event, message, stream_of, text
+from tests.fakes.provider import FakeProvider
+from tests.llm.conftest import add_credential, provider_base, unique_model
+from tests.support.gateway import Gateway, User
+
+HI = [{"role": "user", "content": "hi"}]
+OVERLOADED = error_event("overloaded_error", "Overloaded")
+
+
+@pytest.fixture(scope="module")
+def gateway(make_gateway: GatewayFactory, fake_provider: FakeProvider) -> Gateway:
+    return make_gateway(default_test_config(fake_provider.base_url))
+
+
+@pytest.fixture(scope="module")
+def user(gateway: Gateway, fake_provider: FakeProvider) -> User:
+    made = gateway.user()
+    add_credential(made, "anthropic", provider_base(fake_provider, "anthropic"))
+    return made
+
+
+def records(user: User, model: str) -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = user.client.get("/usage/me", params={"limit": 500}).json()["data"]
+    return [r for r in data if r["model"] == model]
+
+
+def script_broken_stream(fake_provider: FakeProvider, model: str) -> None:
+    """message_start, a text block's start and a ping, one delta, then Anthropic's error event."""
+    fake_provider.script(model, answer_events=[*stream_of(message([text("Hel")]))[:4], OVERLOADED])
+
+
+def test_an_error_event_in_a_relayed_stream_reaches_the_client_once_and_is_recorded_as_the_failure(
+    gateway: Gateway, user: User, fake_provider: FakeProvider
+) -> None:
+    relayed, adapted = unique_model("relayed"), unique_model("adapted")
+    script_broken_stream(fake_provider, relayed)
+    script_broken_stream(fake_provider, adapted)
+
+    sdk = anthropic.Anthropic(base_url=gateway.url, api_key=user.token, max_retries=0, timeout=20)
+    texts: list[str] = []
+    with (
+        pytest.raises(anthropic.APIStatusError) as raised,
+        sdk.messages.stream(model=f"anthropic/{relayed}", max_tokens=20, messages=HI) as stream,
+    ):
+        texts.extend(stream.text_stream)
+    sdk.close()
+    assert texts == ["Hel"]
+    assert "Overloaded" in str(raised.value)
+    # Byte for byte, the provider's error event is the stream's last, and there is only one.
+    with httpx.stream(
+        "POST",
+        f"{gateway.url}/v1/messages",
+        json={"model": f"anthropic/{relayed}", "max_tokens": 20, "messages": HI, "stream": True},
+        headers={"x-api-key": user.token},
+    ) as response:
+        raw = response.read()
+    assert raw.endswith(OVERLOADED) and raw.count(b"event: error") == 1
+    assert b"message_stop" not in raw
+
+    # The same event through the gateway's Anthropic adapter (an OpenAI chat stream of the call).
+    chat = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    with pytest.raises(openai.APIError):
+        list(chat.chat.completions.create(model=f"anthropic/{adapted}", messages=HI, stream=True))  # type: ignore[arg-type]
+    chat.close()
+
+    first, second = records(user, relayed)
+    [reference] = records(user, adapted)
+    assert reference["status"] == "error" and reference["error_code"]
+    for record in (first, second):
+        assert (record["status"], record["endpoint"], record["stream"]) == ("error", "messages", True)
+        assert record["error_code"] == reference["error_code"]
