@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import struct
 from collections.abc import Iterator
 from typing import Any
@@ -203,3 +204,10 @@ def error(script: Script, api_key: str | None) -> tuple[int, dict[str, Any]]:
     return script.status or status, {
         "error": {"message": script.message or message, "type": type_, "param": None, "code": code}
     }
+
+
+def stream_error(message: str, type_: str = "server_error", code: str | int | None = None) -> bytes:
+    """The error chunk OpenAI sends inside a 200 stream when it fails after the first chunks (its
+    spacing: Python's json.dumps, not orjson's compact form), e.g. on overload."""
+    payload = {"error": {"message": message, "type": type_, "param": None, "code": code}}
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"

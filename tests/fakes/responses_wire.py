@@ -129,3 +129,27 @@ def response_events(script: Script, body: dict[str, Any], response_id: str) -> I
             yield emit({"type": "response.content_part.done", **where, "part": item["content"][0]})
         yield emit({"type": "response.output_item.done", "output_index": index, "item": item})
     yield emit({"type": "response.completed", "response": response_body(script, body, response_id)})
+
+
+def failed_event(
+    body: dict[str, Any],
+    response_id: str,
+    sequence: int,
+    code: str,
+    message: str,
+    usage: dict[str, Any] | None = None,
+) -> bytes:
+    """`response.failed`, as OpenAI ends a Responses stream whose model failed part-way."""
+    response = {**_response(body, response_id, "failed", []), "error": {"code": code, "message": message}}
+    response["usage"] = usage
+    return event({"type": "response.failed", "sequence_number": sequence, "response": response})
+
+
+def error_event(sequence: int, code: str, message: str) -> bytes:
+    """The Responses stream's `error` event."""
+    payload = {"type": "error", "sequence_number": sequence, "code": code, "message": message, "param": None}
+    return event(payload)
+
+
+def usage_of(script: Script) -> dict[str, Any]:
+    return _usage(script)

@@ -144,6 +144,8 @@ async def relay_json(state: Any, call: PreparedCall, kind: str) -> Response:
 
 
 def _error_event(error: BaseException) -> bytes:
+    if isinstance(error, SwitchboardError) and error.relayed:
+        return b""  # the provider's own error chunk ended the stream as it came (upstream/sse.py)
     if isinstance(error, SwitchboardError):
         payload = {
             "error": {

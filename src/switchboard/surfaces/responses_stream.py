@@ -18,8 +18,10 @@ from switchboard.surfaces.stream import SurfaceStream
 from switchboard.upstream.types import StreamEvent, UpstreamStream
 
 _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
-# How OpenAI opens the events that end a response (its `event:` line comes first).
-_FINAL = (b"event: response.completed", b"event: response.incomplete", b"event: response.failed")
+# How OpenAI opens the events that end a response (its `event:` line comes first). A failed one is
+# relayed at once, as its `error` event is: the provider's failure follows it (upstream/native.py).
+_FINAL = (b"event: response.completed", b"event: response.incomplete")
+_FAILED = (b"event: response.failed", b"event: error")
 
 
 def failure_of(error: BaseException) -> tuple[str, str]:
@@ -80,13 +82,15 @@ class ResponsesStream(SurfaceStream):
 
 
 class RelayedResponses(SurfaceStream):
-    """The provider's Responses events as they came, but its final one (`response.completed`,
-    `.incomplete` or `.failed`) held back as `end`; the last `sequence_number` is noted, so that a
-    failure the gateway reports follows on from it."""
+    """The provider's Responses events as they came, but its final one (`response.completed` or
+    `.incomplete`) held back as `end`; the last `sequence_number` is noted, so that a failure the
+    gateway reports follows on from it. The provider's own `response.failed` or `error` goes out as
+    it came, and the failure it ends the stream with adds no second one."""
 
     def __init__(self, relayed: UpstreamStream) -> None:
         self._relayed = relayed
         self._last = -1
+        self._told = False  # the provider's own failure event went out
 
     def _note(self, event: StreamEvent) -> StreamEvent:
         data = event.data
@@ -97,6 +101,8 @@ class RelayedResponses(SurfaceStream):
         if data.startswith(_FINAL):
             self.end += data
             return StreamEvent(b"")
+        if data.startswith(_FAILED):
+            self._told = True
         return event
 
     async def __anext__(self) -> StreamEvent:
@@ -111,6 +117,8 @@ class RelayedResponses(SurfaceStream):
         return events
 
     def error_event(self, error: BaseException) -> bytes:
+        if self._told:
+            return b""
         code, message = failure_of(error)
         payload: dict[str, Any] = {"type": "error", "code": code, "message": message, "param": None}
         payload["sequence_number"] = self._last + 1

@@ -1,8 +1,9 @@
 """A client surface relayed to a provider that speaks it (SPEC §16): Anthropic Messages to an
 `anthropic` credential, OpenAI Responses to an `openai` one. The body goes out with only `model`
 changed, the answer comes back byte for byte; only the usage is read on the way (and, while tracing
-is on, the finish reasons, from the same parsed events). An Anthropic `error` event is relayed as it
-came and then ends the stream as the provider's failure, so that the call is recorded as failed.
+is on, the finish reasons, from the same parsed events). A provider's error event (Anthropic's
+`error`; OpenAI Responses' `error` or `response.failed`) is relayed as it came and then ends the stream
+as the provider's failure, so that the call is recorded as failed.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class _RelayedEvents:
         self._read = read
         self.done = False
         self.usage: Usage | None = None
-        # An Anthropic `error` event, already relayed: raised after it, so the call ends as failed.
+        # The provider's error event, already relayed: raised after it, so the call ends as failed.
         self.failure: SwitchboardError | None = None
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
@@ -146,13 +147,20 @@ def _read_anthropic(events: _RelayedEvents, payload: dict[str, Any]) -> None:
 
 
 def _read_responses(events: _RelayedEvents, payload: dict[str, Any]) -> None:
-    if payload.get("type") in ("response.completed", "response.incomplete", "response.failed"):
+    kind = payload.get("type")
+    if kind in ("response.completed", "response.incomplete", "response.failed"):
         response = payload.get("response") or {}
         usage = response.get("usage")
         if isinstance(usage, dict):
             events.usage = responses_usage(usage)
         if tracing.ON and isinstance(response, dict):
             telemetry.answer_finished(_responses_reasons(response))
+        if kind == "response.failed" and events.failure is None:
+            events.failure = provider_errors.in_stream(response.get("error"))
+    elif kind == "error" and events.failure is None:
+        # OpenAI's stream error event: {"type": "error", "code", "message", "param"}.
+        error = {"code": payload.get("code"), "message": payload.get("message")}
+        events.failure = provider_errors.in_stream(error)
 
 
 class NativeFormat(NamedTuple):

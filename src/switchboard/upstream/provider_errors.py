@@ -113,6 +113,33 @@ def from_response(
     return UpstreamBadRequest(message or "the provider refused the request")
 
 
+# OpenAI's error `code`s and `type`s as the HTTP status the same error has outside a stream (an error
+# sent inside a 200 stream names no status). Anything else is the provider failing: 500.
+_OPENAI_STATUS = {
+    "rate_limit_exceeded": 429,
+    "insufficient_quota": 429,
+    "invalid_request_error": 400,
+    "invalid_prompt": 400,
+    "context_length_exceeded": 400,
+}
+
+
+def in_stream(error: Any) -> SwitchboardError:
+    """An OpenAI-format error sent inside a 200 stream: a chat chunk's `error` object (or bare
+    message), a Responses `error` event's or failed response's. An integer `code` is its status (as
+    vLLM sends it, and as litellm reads it), else its `code` or `type` names one."""
+    status = 500
+    if isinstance(error, dict):
+        code = error.get("code")
+        if isinstance(code, int) and 400 <= code <= 599:
+            status = code
+        else:
+            status = _OPENAI_STATUS.get(str(code), _OPENAI_STATUS.get(str(error.get("type")), 500))
+    elif not isinstance(error, str) or not error:
+        error = "the provider's stream reported a failure"
+    return from_response(status, {}, orjson.dumps({"error": error}), None)
+
+
 def unusable_base_url() -> Unprocessable:
     return Unprocessable("the credential's base_url is not a URL the gateway can call", param="base_url")
 

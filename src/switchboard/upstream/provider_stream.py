@@ -131,10 +131,11 @@ class ProviderStream(UpstreamStream):
             self._pending.extend(self._splitter.feed(chunk))
         if self._splitter.failure is not None:
             self._eof = True  # nothing after a provider's error is read
-            return
-        if conn.at_eof:
+        elif conn.at_eof:
             self._eof = True
             self._pending.extend(self._splitter.flush())
+        # Also when the error came in this read: the usage read before it (Anthropic's
+        # message_start) is the provider's count, not to be estimated.
         self.usage = self._splitter.usage
 
     async def aclose(self) -> None:

@@ -6,6 +6,8 @@ import re
 
 import orjson
 
+from switchboard.errors import SwitchboardError
+from switchboard.upstream import provider_errors
 from switchboard.upstream.types import StreamEvent, Usage
 
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
@@ -18,15 +20,17 @@ _new_event = tuple.__new__  # StreamEvent(raw) without the Python-level __new__ 
 class EventSplitter:
     """Feed it byte chunks as they arrive; it returns the whole events completed so far, each exactly
     as the provider sent it. `[DONE]`, comments and blank keep-alives are not returned; `done` and
-    `usage` record what they and the usage chunk said."""
+    `usage` record what they and the usage chunk said. A chunk whose payload is an `error` (as OpenAI
+    and compatible servers report a failure inside a 200 stream) is returned as it came and ends the
+    stream: `failure` is then raised after it, so that the call is recorded as failed."""
 
-    __slots__ = ("_buffer", "done", "usage")
-    failure = None  # an OpenAI stream's error is relayed as an event, not raised
+    __slots__ = ("_buffer", "done", "failure", "usage")
 
     def __init__(self) -> None:
         self._buffer = b""
-        self.done = False  # `data: [DONE]` seen
+        self.done = False  # `data: [DONE]` seen, or the provider's error chunk
         self.usage: Usage | None = None
+        self.failure: SwitchboardError | None = None
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
         if self.done:  # nothing after the provider's first [DONE] reaches the client
@@ -40,8 +44,13 @@ class EventSplitter:
             raw = part + b"\n\n"
             # Almost every event is one `data: {…}` chunk without usage, or with OpenAI's
             # `"usage":null` as its last key: relayed without a look inside, and built as a bare
-            # tuple (the cheapest object there is).
-            if raw[:7] == b"data: {" and (raw.endswith(_NULL_USAGE_LAST) or b'"usage"' not in raw):
+            # tuple (the cheapest object there is). An error chunk is `data: {"error"…`: one whose
+            # first key starts with an `e` (byte 101 at index 8) is looked at in _classify.
+            if (
+                raw[:7] == b"data: {"
+                and raw[8] != 101
+                and (raw.endswith(_NULL_USAGE_LAST) or b'"usage"' not in raw)
+            ):
                 events.append(_new_event(StreamEvent, (raw, False)))
             else:
                 self._classify(raw, events)
@@ -78,6 +87,16 @@ class EventSplitter:
         if body in _DONE:
             self.done = True
             return
+        # `"error"` can be in the bytes only as a key or a whole string value (JSON escapes the
+        # quotes of text); the payload's top-level `error` decides, as the openai SDK's does.
+        if b'"error"' in body:
+            payload = _payload(body)
+            if isinstance(payload, dict) and payload.get("error"):
+                events.append(StreamEvent(raw))
+                self.failure = provider_errors.in_stream(payload["error"])
+                self.failure.relayed = True
+                self.done = True  # nothing after it reaches the client
+                return
         # Most chunks carry no usage (or `"usage":null` when include_usage is on): skip the parse.
         if b'"usage"' not in body or any(marker in body for marker in _NULL_USAGE):
             events.append(StreamEvent(raw))
