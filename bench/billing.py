@@ -4,11 +4,12 @@
     .venv/bin/python -m bench.billing …  (the same, without the set-up)
 
 Fills a fresh database with N synthetic usage records of one economy over 30 days (COPY on
-PostgreSQL, batched executemany on SQLite), sums them into the hourly rollups as the 0010 migration
-does, then measures: the export (CSV and NDJSON, every record, streamed as the API and CLI stream
-it) in records/s; the old Python exporter on a sample; each summary `group_by` over a month whose
-ends cut hours, from the rollups and from the records alone; one page of `/usage` at the start and
-deep in the table. `--grow-to M` adds records to the same month up to M and measures again.
+PostgreSQL, batched executemany on SQLite), sums them into the 5-minute, hourly and daily rollups
+(the rebuild of `switchboard usage verify --repair`), then measures: the export (CSV and NDJSON,
+every record, streamed as the API and CLI stream it) in records/s; the old Python exporter on a
+sample; each summary `group_by` over a month whose ends cut hours, from the rollups and from the
+records alone; one page of `/usage` at the start and deep in the table. `--grow-to M` adds records
+to the same month up to M and measures again.
 Users, rooms, agents and models follow a fixed, skewed population (seeded), as a real deployment's do.
 """
 
@@ -37,8 +38,9 @@ from switchboard.metering.export import orm_export_chunks
 from switchboard.metering.fast_export import fast_chunks
 from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.outcome import new_record_id
-from switchboard.metering.rollup_check import rebuild
-from switchboard.metering.rollup_summary import summarize_fast
+from switchboard.metering.rollup_check import differences, rebuild
+from switchboard.metering.rollup_summary import cover, summarize_fast
+from switchboard.metering.rollups import hour_of
 from switchboard.metering.schemas import GroupBy
 from switchboard.metering.usage_queries import UsageFilter, records_after, summarize
 
@@ -145,6 +147,8 @@ async def fill(engine: AsyncEngine, count: int, seed: int) -> float:
         dialect = engine.dialect
         processors = [TABLE.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in COLUMNS]
         connection = sqlite3.connect(path)
+        # The indexes of tens of millions of records outgrow SQLite's default 2 MB page cache.
+        connection.execute("PRAGMA cache_size = -1000000")
         sql = f"INSERT INTO usage_records ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
         try:
             for chunk in synthetic_rows(count, seed):
@@ -165,12 +169,14 @@ async def fill(engine: AsyncEngine, count: int, seed: int) -> float:
 async def roll_up(engine: AsyncEngine, sessionmaker: async_sessionmaker[AsyncSession]) -> float:
     started = time.perf_counter()
     async with sessionmaker() as session, session.begin():
+        if engine.dialect.name == "postgresql":  # tens of millions of records grouped: sort in memory
+            await session.execute(text("SET LOCAL work_mem = '512MB'"))
         await rebuild(session, ECONOMY, MONTH - timedelta(days=1), MONTH + timedelta(days=32))
     async with engine.connect() as connection:
         if engine.dialect.name == "postgresql":
             await connection.execution_options(isolation_level="AUTOCOMMIT")
-            await connection.execute(text("VACUUM ANALYZE usage_records"))
-            await connection.execute(text("VACUUM ANALYZE usage_rollups"))
+            for table in ("usage_records", "usage_5min_rollups", "usage_rollups", "usage_daily_rollups"):
+                await connection.execute(text(f"VACUUM ANALYZE {table}"))
         else:
             await connection.execute(text("ANALYZE"))
             await connection.commit()
@@ -229,12 +235,16 @@ async def measure(engine: AsyncEngine, sessionmaker: async_sessionmaker[AsyncSes
             async with sessionmaker() as session:
                 await summarize(session, cut, group_by)
 
-        fast_s = await _timed(fast, 5)
+        fast_s = await _timed(fast, 9)
         slow_s = await _timed(slow, 1)
         print(f"  {label} {db:10} summary {group_by:6} rollups {fast_s:6.3f} s, records only {slow_s:6.3f} s")
+    await edges(sessionmaker, cut, label, db)
     async with sessionmaker() as session:
         total = int((await session.execute(text("SELECT count(*) FROM usage_records"))).scalar_one())
-        rollup_rows = int((await session.execute(text("SELECT count(*) FROM usage_rollups"))).scalar_one())
+        rollup_rows = [
+            int((await session.execute(text(f"SELECT count(*) FROM {table}"))).scalar_one())
+            for table in ("usage_5min_rollups", "usage_rollups", "usage_daily_rollups")
+        ]
         deep = (await session.execute(
             text("SELECT occurred_at, id FROM usage_records ORDER BY occurred_at, id LIMIT 1 OFFSET :n"),
             {"n": int(total * 0.9)},
@@ -248,7 +258,45 @@ async def measure(engine: AsyncEngine, sessionmaker: async_sessionmaker[AsyncSes
 
     first_s, deep_s = await _timed(lambda: page(None), 5), await _timed(lambda: page(key), 5)
     print(f"  {label} {db:10} /usage page of 500: first {first_s * 1000:6.1f} ms, at 90% depth "
-          f"{deep_s * 1000:6.1f} ms  ({total:,} records, {rollup_rows:,} rollup rows)")  # fmt: skip
+          f"{deep_s * 1000:6.1f} ms  ({total:,} records; rollup rows: {rollup_rows[0]:,} of 5 minutes, "
+          f"{rollup_rows[1]:,} hourly, {rollup_rows[2]:,} daily)")  # fmt: skip
+    await verify_and_repair(sessionmaker, label, db)
+
+
+async def edges(
+    sessionmaker: async_sessionmaker[AsyncSession], cut: UsageFilter, label: str, db: str
+) -> None:
+    """Of a summary's time, what its records take: now (under 5 minutes at each end) and before the
+    5-minute rollups (the partial hours at each end)."""
+    assert cut.start is not None and cut.end is not None
+    now_parts = [(first, last) for tier, first, last in cover(cut.start, cut.end) if tier is None]
+    hour_after = hour_of(cut.start) + timedelta(hours=1)
+    before_parts = [(cut.start, hour_after), (hour_of(cut.end), cut.end)]
+    for name, parts in (("now: < 5 min per end", now_parts), ("before 0011: partial hours", before_parts)):
+
+        async def read(parts: list[tuple[Any, Any]] = parts) -> None:
+            async with sessionmaker() as session:
+                for first, last in parts:
+                    await summarize(session, UsageFilter(economy_id=ECONOMY, start=first, end=last), "model")
+
+        read_s = await _timed(read, 9)
+        print(f"  {label} {db:10} summary model, of which records ({name}): {read_s * 1000:6.1f} ms")
+
+
+async def verify_and_repair(sessionmaker: async_sessionmaker[AsyncSession], label: str, db: str) -> None:
+    """`usage verify` over one day, and `--repair`'s unit of work: one hour rebuilt (calls wait that long)."""
+    day = MONTH + timedelta(days=15)
+    started = time.perf_counter()
+    async with sessionmaker() as session:
+        found = [d async for d in differences(session, ECONOMY, day, day + timedelta(days=1))]
+    verify_s = time.perf_counter() - started
+    hour = day + timedelta(hours=12)
+    started = time.perf_counter()
+    async with sessionmaker() as session, session.begin():
+        await rebuild(session, ECONOMY, hour, hour + timedelta(hours=1))
+    repair_s = time.perf_counter() - started
+    print(f"  {label} {db:10} verify of one day {verify_s:5.2f} s ({len(found)} differences); "
+          f"repair of one hour {repair_s * 1000:6.1f} ms")  # fmt: skip
 
 
 @contextmanager
@@ -276,7 +324,7 @@ async def run(url: str, records: int, grow_to: int | None) -> None:
             rollup_s = await roll_up(engine, sessionmaker)
             print(f"  {engine.dialect.name}: filled to {filled:,} records ({rate:,.0f} records/s); "
                   f"rollups rebuilt and analysed in {rollup_s:.1f} s")  # fmt: skip
-            await measure(engine, sessionmaker, f"{filled // 1_000_000}M")
+            await measure(engine, sessionmaker, f"{filled / 1_000_000:g}M")
     finally:
         await engine.dispose()
 

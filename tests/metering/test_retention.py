@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
 
 from switchboard.kit.clock import utcnow
+from switchboard.metering.models import UsageFiveMinuteRollupRow, UsageRollupRow
 from switchboard.metering.retention import purge_records, retention_cut
 from switchboard.settings import SettingsError, load_settings
 from tests.conftest import GatewayFactory
@@ -47,6 +49,13 @@ def test_a_purge_deletes_old_records_keeps_rollups_and_whole_hour_summaries(own_
 
     assert removed == 30
     assert count_records(own_gateway, economy_id=uuid.UUID(economy["id"])) == 5
+    # The 5-minute rollups go with the records; the hourly ones stay.
+    assert _rollup_rows(own_gateway, cut) == {"usage_5min_rollups": 0, "usage_rollups": 30}
+    # An edge inside a purged hour counts nothing: its 5-minute rollups and records are gone.
+    start, end = old[0] - timedelta(minutes=1), old[0] + timedelta(seconds=1)
+    edge = {"group_by": "model", "from": start.isoformat(), "to": end.isoformat()}
+    summary = admin.client.get(f"/economies/{economy['id']}/usage/summary", params=edge)
+    assert summary.status_code == 200 and summary.json()["totals"]["requests"] == 0
     # `from` is a whole day: every hour of the range is read from the rollups, purged or not.
     after = admin.client.get(f"/economies/{economy['id']}/usage/summary", params=window).json()
     assert after == before and after["totals"]["requests"] == 35
@@ -65,6 +74,18 @@ def test_a_purge_deletes_old_records_keeps_rollups_and_whole_hour_summaries(own_
     )
     assert limit.status_code == 201, limit.text
     assert admin.client.get(f"/limits/{limit.json()['id']}/status").json()["used"] == "35"
+
+
+def _rollup_rows(gateway: Gateway, before: datetime) -> dict[str, int]:
+    async def run() -> dict[str, int]:
+        async with gateway.app.state.sessionmaker() as session:
+            found = {}
+            for table in (UsageFiveMinuteRollupRow, UsageRollupRow):
+                query = select(func.sum(table.requests)).where(table.hour < before)
+                found[table.__tablename__] = int(await session.scalar(query) or 0)
+            return found
+
+    return dict(gateway.server.call_soon(run()))
 
 
 def test_the_cut_is_a_whole_hour_and_retention_is_at_least_a_day() -> None:

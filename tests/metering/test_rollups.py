@@ -19,7 +19,12 @@ from sqlalchemy.engine import Connection
 
 from switchboard.db.base import Base
 from switchboard.db.migrate import alembic_config
-from switchboard.metering.models import UsageDailyRollupRow, UsageRecordRow, UsageRollupRow
+from switchboard.metering.models import (
+    UsageDailyRollupRow,
+    UsageFiveMinuteRollupRow,
+    UsageRecordRow,
+    UsageRollupRow,
+)
 from switchboard.metering.outcome import CallOutcome, Settlement
 from switchboard.metering.rollup_check import Difference, differences, rebuild
 from switchboard.metering.rollup_summary import summarize_fast
@@ -39,16 +44,20 @@ BASE = datetime(2025, 3, 1, tzinfo=UTC)
 MODELS = [("openai", "gpt-4o-mini"), ("anthropic", "claude-3-5-haiku-latest"), ("openai", "gpt-unpriced")]
 
 
-def _varied_outcomes(economy_id: uuid.UUID, seed: int, count: int) -> list[CallOutcome]:
-    """Calls spread over three days, across users, rooms, agents, models and statuses (nulls too)."""
+def _varied_outcomes(
+    economy_id: uuid.UUID, seed: int, count: int, start: datetime = BASE, seconds: int = 3 * 24 * 3600
+) -> list[CallOutcome]:
+    """Calls spread over three days (or `seconds` from `start`), across users, rooms, agents, models,
+    statuses and API keys (nulls too)."""
     rng = random.Random(seed)
     users = [uuid.uuid4() for _ in range(4)]
     rooms = [None, uuid.uuid4(), uuid.uuid4()]
     agents = [None, "agent-a", "agent-b"]
+    api_keys = [None, uuid.uuid4(), uuid.uuid4()]
     outcomes = []
     for _ in range(count):
         provider, model = rng.choice(MODELS)
-        moment = BASE + timedelta(seconds=rng.randrange(3 * 24 * 3600), microseconds=rng.randrange(10**6))
+        moment = start + timedelta(seconds=rng.randrange(seconds), microseconds=rng.randrange(10**6))
         outcomes.append(
             make_outcome(
                 economy_id,
@@ -64,6 +73,7 @@ def _varied_outcomes(economy_id: uuid.UUID, seed: int, count: int) -> list[CallO
                 completion_tokens=rng.randrange(0, 2000),
                 cached_tokens=rng.randrange(0, 100),
                 reasoning_tokens=rng.randrange(0, 100),
+                api_key_id=rng.choice(api_keys),
             )
         )
     return outcomes
@@ -98,6 +108,9 @@ def test_summaries_from_rollups_equal_summaries_from_records_on_random_ranges_th
 ) -> None:
     economy_id = _economy_id(make_economy)
     record(metering_gateway, _varied_outcomes(economy_id, seed=2121, count=600))
+    # And a busy hour, several calls a minute: its 5-minute rollups sum several records each.
+    busy = BASE + timedelta(days=1, hours=7)
+    record(metering_gateway, _varied_outcomes(economy_id, seed=2122, count=400, start=busy, seconds=3600))
     rng = random.Random(21)
     ranges: list[tuple[datetime | None, datetime | None]] = [
         (None, None),
@@ -116,6 +129,16 @@ def test_summaries_from_rollups_equal_summaries_from_records_on_random_ranges_th
     ranges.append((BASE + timedelta(days=1), BASE + timedelta(days=3)))  # whole days only
     ranges.append((BASE + timedelta(days=1), None))
     ranges.append((None, BASE + timedelta(days=2, hours=3, seconds=1)))
+    # Ranges that cut minutes of the busy hour, to the microsecond; whole 5 minutes; inside 5 minutes.
+    for _ in range(25):
+        start = busy - timedelta(minutes=5) + timedelta(microseconds=rng.randrange(70 * 60 * 10**6))
+        ranges.append((start, start + timedelta(microseconds=rng.randrange(1, 90 * 60 * 10**6))))
+    ranges.append((busy + timedelta(minutes=3), busy + timedelta(minutes=58)))
+    ranges.append((busy + timedelta(minutes=5), busy + timedelta(minutes=55)))
+    ranges.append((busy + timedelta(minutes=5), busy + timedelta(hours=1, minutes=10)))
+    ranges.append((busy + timedelta(minutes=6), busy + timedelta(minutes=9)))
+    ranges.append((busy + timedelta(minutes=3, seconds=10), busy + timedelta(minutes=3, seconds=50)))
+    ranges.append((busy - timedelta(hours=2, minutes=1), busy + timedelta(days=1, minutes=59, seconds=1)))
 
     async def compare() -> list[tuple[Any, ...]]:
         mismatches = []
@@ -130,7 +153,7 @@ def test_summaries_from_rollups_equal_summaries_from_records_on_random_ranges_th
         return mismatches
 
     assert metering_gateway.server.call_soon(compare(), timeout=120) == []
-    assert _rollup_requests(metering_gateway, economy_id) == 600
+    assert _rollup_requests(metering_gateway, economy_id) == 1000
 
 
 def test_every_write_path_keeps_the_rollups_equal_to_the_records(
@@ -217,6 +240,7 @@ def test_verify_reports_a_rollup_that_differs_and_repair_rebuilds_it(
                     UsageRollupRow.agent_id == (last.agent_id or NO_AGENT),
                     UsageRollupRow.model == last.model,
                     UsageRollupRow.status == last.status,
+                    UsageRollupRow.api_key_id == (last.api_key_id or NO_ROOM),
                 )
             )
 
@@ -224,12 +248,13 @@ def test_verify_reports_a_rollup_that_differs_and_repair_rebuilds_it(
     differing = usage_cli(metering_gateway, tmp_path, "verify", "--economy", economy["slug"])
     assert differing.returncode == 1
     lines = differing.stdout.splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert any("rollups None" in line for line in lines)
-    # The cost change shows in its hour's and its day's row; the deleted row only in its hour's.
-    assert [line.split()[2] for line in lines].count("day") == 1
-    assert "3 rollup row(s) differ from their records" in differing.stderr
-    repaired = usage_cli(metering_gateway, tmp_path, "verify", "--economy", economy["slug"], "--repair")
+    # The cost change shows in its 5 minutes', hour's and day's rows; the deleted row only in its hour's.
+    assert sorted(line.split()[2] for line in lines) == ["5min", "day", "hour", "hour"]
+    assert "4 rollup row(s) differ from their records" in differing.stderr
+    # Every economy's (the others of this database match their records already).
+    repaired = usage_cli(metering_gateway, tmp_path, "verify", "--repair")
     assert repaired.returncode == 0, repaired.stderr
     assert usage_cli(metering_gateway, tmp_path, "verify", "--economy", economy["slug"]).returncode == 0
 
@@ -243,11 +268,11 @@ def test_rebuild_from_records_is_what_the_writer_kept(
     async def rows() -> list[tuple[Any, ...]]:
         found = []
         async with metering_gateway.app.state.sessionmaker() as session:
-            for table in (UsageRollupRow, UsageDailyRollupRow):
+            for table in (UsageFiveMinuteRollupRow, UsageRollupRow, UsageDailyRollupRow):
                 result = await session.scalars(select(table).where(table.economy_id == economy_id))
                 found += [
                     (table.__tablename__, str(r.hour), str(r.user_id), str(r.room_id), r.agent_id, r.model,
-                     r.status, r.requests, r.cost)
+                     r.status, str(r.api_key_id), r.requests, r.cost)
                     for r in result.all()
                 ]  # fmt: skip
         return sorted(found)
@@ -261,6 +286,7 @@ def test_rebuild_from_records_is_what_the_writer_kept(
     assert metering_gateway.server.call_soon(rows()) == kept
     assert len([row for row in kept if row[0] == "usage_rollups"]) > 100  # the keys really vary
     assert any(row[0] == "usage_daily_rollups" for row in kept)
+    assert len([row for row in kept if row[0] == "usage_5min_rollups"]) > 100
 
 
 def test_the_migration_fills_the_rollups_from_the_records_already_stored(
@@ -277,7 +303,7 @@ def test_the_migration_fills_the_rollups_from_the_records_already_stored(
 
         def down_and_up(connection: Connection) -> None:
             command.downgrade(alembic_config(connection), "0009")  # drops the rollups
-            command.upgrade(alembic_config(connection), "0010")  # creates and fills them
+            command.upgrade(alembic_config(connection), "head")  # creates and fills them
 
         async with gateway.app.state.engine.begin() as connection:
             await connection.run_sync(down_and_up)

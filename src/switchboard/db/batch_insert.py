@@ -27,8 +27,9 @@ Row = Sequence[object]
 # SQLite: batches up to this size commit on the caller's thread (see SqliteBatchInsert).
 INLINE_MAX_ROWS = 8
 # After this many commits on the caller's thread, a batch goes through the thread (which checkpoints).
-# A one-record commit adds about six pages to the WAL; SQLite checkpoints past 1000.
-CHECKPOINT_EVERY = 200
+# A one-record commit adds about seven pages to the WAL (the record, its indexes, its three rollup
+# rows) and more as its tables grow; SQLite checkpoints past 1000.
+CHECKPOINT_EVERY = 100
 # PostgreSQL: the connection kept for inserts is closed after this long without a batch.
 IDLE_SECONDS = 10.0
 _Processor = Callable[[Any], Any]

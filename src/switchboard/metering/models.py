@@ -97,7 +97,7 @@ class _RollupColumns:
     """What a rollup row sums: the records of one period per key (see UsageRollupRow)."""
 
     economy_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
-    # The period's first moment: the hour (usage_rollups) or the UTC day (usage_daily_rollups).
+    # The period's first moment: of the five minutes, the hour or the UTC day (one table per tier).
     hour: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
     user_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     room_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
@@ -105,6 +105,8 @@ class _RollupColumns:
     provider: Mapped[str] = mapped_column(String(32), primary_key=True)
     model: Mapped[str] = mapped_column(String(200), primary_key=True)
     status: Mapped[str] = mapped_column(String(16), primary_key=True)
+    # The API key the calls were made with; the nil UUID for calls made with a token.
+    api_key_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     requests: Mapped[int] = mapped_column(BigInteger)
     prompt_tokens: Mapped[int] = mapped_column(BigInteger)
     completion_tokens: Mapped[int] = mapped_column(BigInteger)
@@ -121,8 +123,8 @@ class UsageRollupRow(_RollupColumns, Base):
     """Sums of the usage records of one hour per key, kept by the usage writer in the records' transaction.
 
     Summaries read these for whole hours (metering/rollup_summary.py). Key columns are never null, so
-    that the primary key can take the upsert on both databases: a call without a room has the nil
-    UUID, one without an agent the empty string (metering/rollups.py maps them back to null).
+    that the primary key can take the upsert on both databases: a call without a room (or API key)
+    has the nil UUID, one without an agent the empty string (metering/rollups.py maps them back to null).
     """
 
     __tablename__ = "usage_rollups"
@@ -132,3 +134,12 @@ class UsageDailyRollupRow(_RollupColumns, Base):
     """The same sums per UTC day (`hour` is the day's 00:00): a month's summary reads ~30 rows per key."""
 
     __tablename__ = "usage_daily_rollups"
+
+
+class UsageFiveMinuteRollupRow(_RollupColumns, Base):
+    """The same sums per five minutes (from :00, :05, …): the partial hours at a range's ends.
+
+    Retention deletes these with the records: they stand in for the records, not for the hourly rows.
+    """
+
+    __tablename__ = "usage_5min_rollups"

@@ -1,9 +1,9 @@
-"""Retention of raw usage records: records older than N days are deleted, their hourly rollups kept.
+"""Retention of raw usage records: records older than N days are deleted, their hourly and daily rollups kept.
 
 Off unless `SWITCHBOARD_USAGE_RETENTION_DAYS` is set. The cut falls on a whole hour, so every hour
 is either kept whole or gone whole, and summaries of whole hours (read from the rollups) stay exact
-after a purge. Exports, record lists and summary edges (the partial hours at either end of a range)
-only see the records still kept.
+after a purge. The 5-minute rollups go with the records they sum: exports, record lists and summary
+edges (the partial hours at either end of a range) only see what is still kept.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from fastapi import FastAPI
-from sqlalchemy import CursorResult, delete, select
+from sqlalchemy import CursorResult, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from switchboard.kit.clock import utcnow
+from switchboard.metering.models import UsageFiveMinuteRollupRow as M
 from switchboard.metering.models import UsageRecordRow as R
 from switchboard.metering.models import UsageRollupRow as U
 from switchboard.metering.rollups import hour_of
@@ -28,6 +29,7 @@ log = logging.getLogger("switchboard.metering.retention")
 PURGE_INTERVAL_SECONDS = 3600.0
 # Records deleted per transaction: short enough not to hold up the usage writer for long.
 BATCH = 5000
+_HOUR = timedelta(hours=1)
 
 
 def retention_cut(days: int, now: datetime | None = None) -> datetime:
@@ -40,7 +42,10 @@ def retention_cut(days: int, now: datetime | None = None) -> datetime:
 async def purge_records(
     sessionmaker: async_sessionmaker[AsyncSession], before: datetime, batch: int = BATCH
 ) -> int:
-    """Delete the records that occurred before `before`, a batch per transaction; returns how many."""
+    """Delete the records that occurred before `before`, a batch per transaction, and their 5-minute rollups.
+
+    Returns how many records.
+    """
     async with sessionmaker() as session:
         # Every record is in a rollup row, and the rollups are far fewer: their economies are all.
         economies = list(await session.scalars(select(U.economy_id).distinct()))
@@ -59,7 +64,24 @@ async def purge_records(
             removed += count
             if count < batch:
                 break
+        await _purge_five_minutes(sessionmaker, economy_id, before)
     return removed
+
+
+async def _purge_five_minutes(
+    sessionmaker: async_sessionmaker[AsyncSession], economy_id: object, before: datetime
+) -> None:
+    """The 5-minute rollups before `before`, an hour of them per transaction (the oldest first)."""
+    while True:
+        async with sessionmaker() as session, session.begin():
+            oldest = await session.scalar(
+                select(func.min(M.hour)).where(M.economy_id == economy_id, M.hour < before)
+            )
+            if oldest is None:
+                return
+            await session.execute(
+                delete(M).where(M.economy_id == economy_id, M.hour < min(hour_of(oldest) + _HOUR, before))
+            )
 
 
 async def _purge_forever(sessionmaker: async_sessionmaker[AsyncSession], days: int) -> None:

@@ -1,22 +1,22 @@
-"""The rollups the usage writer keeps, per hour and per UTC day, in the transaction of the records.
+"""The rollups the usage writer keeps, per 5 minutes, hour and UTC day, in the transaction of the records.
 
-Every batch adds to both tiers exactly the records it inserted, once:
+Every batch adds to the three tiers exactly the records it inserted, once:
 
 - PostgreSQL: a single statement inserts the records (`unnest` over one array per column) and,
-  from what that insert RETURNs, upserts the sums per key into both tiers. A record already stored
+  from what that insert RETURNs, upserts the sums per key into every tier. A record already stored
   (a batch retried after its commit's acknowledgement was lost) is skipped by the insert, so it is
   never counted twice.
-- SQLite: the batch is summed per key in Python and upserted with one `executemany` per tier after
-  the records' insert. When the insert's row count says some record was already there, the
-  transaction is rolled back with `RecordsExisted`; the writer then drops the stored records and
-  writes the rest.
+- SQLite: the batch is summed per key and 5 minutes in Python, those sums per hour and per day, and
+  each tier is upserted with one `executemany` after the records' insert. When the insert's row
+  count says some record was already there, the transaction is rolled back with `RecordsExisted`;
+  the writer then drops the stored records and writes the rest.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -29,26 +29,39 @@ from sqlalchemy.engine import Dialect
 from switchboard.db.batch_insert import Row
 from switchboard.db.driver_statements import DriverStatement, driver_ready
 from switchboard.db.write_transaction import LedgerConnection
-from switchboard.metering.models import UsageDailyRollupRow, UsageRecordRow, UsageRollupRow
+from switchboard.metering.models import (
+    UsageDailyRollupRow,
+    UsageFiveMinuteRollupRow,
+    UsageRecordRow,
+    UsageRollupRow,
+)
 
 RECORDS = cast(Table, UsageRecordRow.__table__)
+FIVE_MINUTES = cast(Table, UsageFiveMinuteRollupRow.__table__)
 ROLLUPS = cast(Table, UsageRollupRow.__table__)
 DAILY = cast(Table, UsageDailyRollupRow.__table__)
-# Each tier: its table and the PostgreSQL unit its `hour` column is truncated to.
-TIERS = ((ROLLUPS, "hour"), (DAILY, "day"))
-# What a rollup row is the sum for: one hour of one economy, per user, room, agent, model and status.
-KEY = ("economy_id", "hour", "user_id", "room_id", "agent_id", "provider", "model", "status")
+# Each tier, finest first: its table and the period its `hour` column starts.
+TIERS = ((FIVE_MINUTES, "5min"), (ROLLUPS, "hour"), (DAILY, "day"))
+# What a rollup row is the sum for: one period of one economy, per user, room, agent, model, status
+# and API key (limits on an API key start from the rollups too).
+KEY = ("economy_id", "hour", "user_id", "room_id", "agent_id", "provider", "model", "status", "api_key_id")
 SUMS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "cost")
 MEASURES = ("requests", *SUMS, "unpriced_requests")
 NO_ROOM = uuid.UUID(int=0)
 NO_AGENT = ""
+NO_API_KEY = NO_ROOM  # a call made with a token, not an API key
 # The record columns a rollup row is made of.
 _READ = ("economy_id", "occurred_at", "user_id", "room_id", "agent_id", "provider", "model", "status",
-         *SUMS, "priced")  # fmt: skip
+         "api_key_id", *SUMS, "priced")  # fmt: skip
 
 
 class RecordsExisted(Exception):
     """Some record of the batch is stored already; nothing of the batch was committed."""
+
+
+def five_minutes_of(moment: datetime) -> datetime:
+    moment = moment.astimezone(UTC)
+    return moment.replace(minute=moment.minute - moment.minute % 5, second=0, microsecond=0)
 
 
 def hour_of(moment: datetime) -> datetime:
@@ -59,34 +72,37 @@ def day_of(moment: datetime) -> datetime:
     return hour_of(moment).replace(hour=0)
 
 
-def by_day(hourly: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The daily tier's deltas from the hourly ones."""
-    days: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for delta in hourly:
-        key = tuple(day_of(delta[name]) if name == "hour" else delta[name] for name in KEY)
-        found = days.get(key)
+def coarser(deltas: list[dict[str, Any]], period_of: Callable[[datetime], datetime]) -> list[dict[str, Any]]:
+    """A coarser tier's deltas from a finer one's (`period_of`: `hour_of` or `day_of`)."""
+    if len(deltas) == 1:  # the usual batch at low concurrency: one key, one period
+        return [dict(deltas[0], hour=period_of(deltas[0]["hour"]))]
+    periods: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for delta in deltas:
+        key = tuple(period_of(delta[name]) if name == "hour" else delta[name] for name in KEY)
+        found = periods.get(key)
         if found is None:
-            days[key] = dict(delta, hour=key[1])
+            periods[key] = dict(delta, hour=key[1])
             continue
         for name in MEASURES:
             found[name] += delta[name]
-    return list(days.values())
+    return list(periods.values())
 
 
 def sum_rows(rows: Sequence[Row], positions: Sequence[int]) -> list[dict[str, Any]]:
-    """The batch's rollup deltas: one dict per key, the records' values at `positions` (`_READ` order)."""
-    economy, when, user, room, agent, provider, model, status, *sums, priced = positions
+    """The batch's 5-minute deltas: one dict per key, the records' values at `positions` (`_READ` order)."""
+    economy, when, user, room, agent, provider, model, status, api_key, *sums, priced = positions
     totals: dict[tuple[Any, ...], list[int]] = {}
     for row in rows:
         key = (
             row[economy],
-            hour_of(cast(datetime, row[when])),
+            five_minutes_of(cast(datetime, row[when])),
             row[user],
             row[room] if row[room] is not None else NO_ROOM,
             row[agent] if row[agent] is not None else NO_AGENT,
             row[provider],
             row[model],
             row[status],
+            row[api_key] if row[api_key] is not None else NO_API_KEY,
         )
         found = totals.get(key)
         if found is None:
@@ -110,8 +126,13 @@ def _sqlite_upsert(table: Table) -> Any:
     )
 
 
-_SQLITE_UPSERT = driver_ready(_sqlite_upsert(ROLLUPS))
-_SQLITE_DAILY_UPSERT = driver_ready(_sqlite_upsert(DAILY))
+_SQLITE_UPSERTS = tuple(driver_ready(_sqlite_upsert(table)) for table, _ in TIERS)
+
+
+def tier_deltas(fine: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], ...]:
+    """Each tier's deltas, in `TIERS` order, from the 5-minute ones."""
+    hours = coarser(fine, hour_of)
+    return fine, hours, coarser(hours, day_of)
 
 
 class RollupKeeper:
@@ -123,7 +144,7 @@ class RollupKeeper:
             raise ValueError(f"rollups need the record columns {sorted(missing)}")
         self._columns = tuple(columns)
         self._positions = [self._columns.index(name) for name in _READ]
-        self._driver_upserts: tuple[DriverStatement, DriverStatement] | None = None
+        self._driver_upserts: tuple[DriverStatement, ...] | None = None
         # PostgreSQL: the single insert-and-roll-up statement, in place of the plain insert.
         self.postgres: PostgresRecordsAndRollups | None = None
         if dialect.name == "postgresql":
@@ -138,13 +159,9 @@ class RollupKeeper:
             raise RecordsExisted
         if self._driver_upserts is None:
             dialect = sqlite.dialect()
-            self._driver_upserts = (
-                DriverStatement(_SQLITE_UPSERT, dialect),
-                DriverStatement(_SQLITE_DAILY_UPSERT, dialect),
-            )
-        hourly = self.deltas(rows)
-        self._driver_upserts[0].run(connection, hourly)
-        self._driver_upserts[1].run(connection, by_day(hourly))
+            self._driver_upserts = tuple(DriverStatement(upsert, dialect) for upsert in _SQLITE_UPSERTS)
+        for upsert, deltas in zip(self._driver_upserts, tier_deltas(self.deltas(rows)), strict=True):
+            upsert.run(connection, deltas)
 
     async def insert_in(self, conn: LedgerConnection, insert: Any, rows: Sequence[Row]) -> None:
         """Records and their rollups inside the caller's transaction (the writer's settlement path)."""
@@ -154,9 +171,24 @@ class RollupKeeper:
         result = await conn.execute(insert, [dict(zip(self._columns, row, strict=True)) for row in rows])
         if result.rowcount != len(rows):
             raise RecordsExisted
-        hourly = self.deltas(rows)
-        await conn.execute(_SQLITE_UPSERT, hourly)
-        await conn.execute(_SQLITE_DAILY_UPSERT, by_day(hourly))
+        for upsert, deltas in zip(_SQLITE_UPSERTS, tier_deltas(self.deltas(rows)), strict=True):
+            await conn.execute(upsert, deltas)
+
+
+def period_start(unit: str, dialect: str, column: str = "occurred_at") -> str:
+    """SQL for the first moment of the period (`TIERS`' unit) a record's time falls in, as `hour` holds it."""
+    if dialect == "postgresql":
+        if unit == "5min":  # (date_bin would do it from PostgreSQL 14 on)
+            minute = f"extract(minute FROM {column} AT TIME ZONE 'UTC')::int"
+            return f"(date_trunc('minute', {column}, 'UTC') - ({minute} % 5) * interval '1 minute')"
+        return f"date_trunc('{unit}', {column}, 'UTC')"
+    # SQLite keeps "YYYY-MM-DD HH:MM:SS.ffffff" text: the period's start is a prefix and zeros.
+    if unit == "5min":
+        tens, units = f"substr({column}, 1, 15)", f"CAST(substr({column}, 16, 1) AS INTEGER)"
+        return f"({tens} || ({units} / 5 * 5) || ':00.000000')"
+    if unit == "hour":
+        return f"(substr({column}, 1, 13) || ':00:00.000000')"
+    return f"(substr({column}, 1, 10) || ' 00:00:00.000000')"
 
 
 def _upsert_sql(table: Table, unit: str) -> str:
@@ -166,10 +198,10 @@ def _upsert_sql(table: Table, unit: str) -> str:
     updates = ", ".join(f"{name} = r.{name} + excluded.{name}" for name in MEASURES)
     return (
         f"INSERT INTO {table.name} AS r ({key}, {', '.join(MEASURES)}) "  # noqa: S608
-        f"SELECT economy_id, date_trunc('{unit}', occurred_at, 'UTC'), user_id, "
+        f"SELECT economy_id, {period_start(unit, 'postgresql')}, user_id, "
         f"coalesce(room_id, '{NO_ROOM}'::uuid), coalesce(agent_id, ''), provider, model, status, "
-        f"count(*), {sums}, count(*) FILTER (WHERE NOT priced) "
-        f"FROM new GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 ON CONFLICT ({key}) DO UPDATE SET {updates}"
+        f"coalesce(api_key_id, '{NO_API_KEY}'::uuid), count(*), {sums}, count(*) FILTER (WHERE NOT priced) "
+        f"FROM new GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9 ON CONFLICT ({key}) DO UPDATE SET {updates}"
     )
 
 
@@ -201,12 +233,13 @@ class PostgresRecordsAndRollups:
 
     def _render(self, arrays: list[str]) -> str:
         names = ", ".join(c.name for c in self.columns)
-        hourly, daily = (_upsert_sql(table, unit) for table, unit in TIERS)
-        # Only the tables' own column names go into the text; every value is a parameter. Both
+        fine, hourly, daily = (_upsert_sql(table, unit) for table, unit in TIERS)
+        # Only the tables' own column names go into the text; every value is a parameter. The
         # upserts read what the records' insert returned: the rows it stored, no others.
         return (
             f"WITH new AS (INSERT INTO usage_records ({names}) SELECT * FROM unnest({', '.join(arrays)}) "  # noqa: S608
-            f"ON CONFLICT DO NOTHING RETURNING {', '.join(_READ)}), hourly AS ({hourly}) {daily}"
+            f"ON CONFLICT DO NOTHING RETURNING {', '.join(_READ)}), fine AS ({fine}), "
+            f"hourly AS ({hourly}) {daily}"
         )
 
     def parameters(self, rows: Sequence[Row]) -> list[Row]:
