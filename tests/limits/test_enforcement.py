@@ -6,12 +6,15 @@ from __future__ import annotations
 import socket
 import time
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import openai
 import orjson
 import pytest
+from sqlalchemy import select, update
 
+from switchboard.limits.models import LimitUsageRow
 from tests.llm.conftest import Caller, make_caller, unique_model
 from tests.support.gateway import Gateway, User
 
@@ -88,6 +91,45 @@ def test_a_requests_per_minute_limit_answers_429_with_retry_after_and_never_reac
     assert error.code == "rate_limit_exceeded"
     assert 1 <= int(error.response.headers["retry-after"]) <= 60
     assert len(fake_provider.received(model)) == 2
+
+
+def backdate_counter(gateway: Gateway, limit_id: str, seconds: float) -> None:
+    """As if the limit's last call had settled `seconds` earlier (its bucket's refill since then)."""
+
+    async def run() -> None:
+        usage = LimitUsageRow.__table__
+        async with gateway.app.state.sessionmaker() as session, session.begin():
+            row = (await session.execute(select(usage).where(usage.c.limit_id == uuid.UUID(limit_id)))).one()
+            await session.execute(
+                update(usage)
+                .where(usage.c.limit_id == row.limit_id)
+                .values(updated_at=row.updated_at - timedelta(seconds=seconds))
+            )
+
+    gateway.server.call_soon(run())
+
+
+def test_a_rolling_bucket_refills_before_a_settlement_adds_to_it(
+    gateway: Gateway, caller: Caller, admin: User
+) -> None:
+    model = unique_model("refill")
+    # 60 an hour: one a minute flows back, so a busy machine's seconds change nothing below.
+    limit = add_limit(
+        admin,
+        subject_type="user",
+        subject_id=str(caller.user.id),
+        metric="requests",
+        window="hour",
+        amount="60",
+    )
+    for _ in range(3):
+        caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    assert status(admin, limit["id"])["used"] == "3"
+    backdate_counter(gateway, limit["id"], 150)  # two and a half minutes: two calls flowed back
+    assert status(admin, limit["id"])["used"] == "1"
+    caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    # Settled as 1 (what was left) + 1, not 3 + 1: the refill is kept.
+    assert status(admin, limit["id"])["used"] == "2"
 
 
 def test_a_cost_limit_sets_the_output_cap_the_budget_affords_and_says_so(

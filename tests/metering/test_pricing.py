@@ -7,7 +7,7 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 
 from switchboard.config_file import ModelEntry, PriceOverride
-from switchboard.metering.pricing import Prices, compute_cost, find_prices
+from switchboard.metering.pricing import Prices, compute_cost, find_prices, largest_completion_within
 
 CATALOG = {
     "openai/gpt-4o-mini": ModelEntry(
@@ -106,3 +106,40 @@ def test_costs_equal_the_exact_definition_for_any_prices_counts_and_markup() -> 
         markup = rng.choice([0, 1, 2500, rng.randrange(1_000_001)])
         cost = compute_cost(Prices(inp, out, "test"), prompt, completion, markup)
         assert cost.nanos == exact_nanos(inp, out, prompt, completion, markup), (inp, out, prompt, completion)
+
+
+def _largest_by_search(price: Prices, prompt: int, markup: int, budget: int, upper: int) -> int:
+    """The definition, one completion count at a time (binary search: cost grows with the count)."""
+    if compute_cost(price, prompt, 0, markup).nanos > budget:
+        return -1
+    low, high = 0, upper
+    while low < high:
+        middle = (low + high + 1) // 2
+        if compute_cost(price, prompt, middle, markup).nanos <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def test_the_largest_completion_within_a_budget_is_the_one_compute_cost_admits() -> None:
+    rng = random.Random(13)
+    for _ in range(3000):
+        price = prices(
+            str(Decimal(rng.randrange(0, 10**7)).scaleb(-rng.randrange(0, 9))),
+            str(Decimal(rng.randrange(0, 10**7)).scaleb(-rng.randrange(0, 9))),
+        )
+        prompt = rng.choice([0, 1, rng.randrange(1, 10**6)])
+        markup = rng.choice([0, 1, 250, rng.randrange(0, 50_000)])
+        upper = rng.choice([1, 4096, rng.randrange(1, 10**6)])
+        # Budgets around the cost of a random answer, where the rounding decides.
+        around = compute_cost(price, prompt, rng.randrange(0, upper + 1), markup).nanos
+        budget = max(around + rng.choice([-1, 0, 1, rng.randrange(-1000, 1000)]), 0)
+        expected = _largest_by_search(price, prompt, markup, budget, upper)
+        assert largest_completion_within(price, prompt, markup, budget, upper) == expected, (
+            price,
+            prompt,
+            markup,
+            budget,
+            upper,
+        )

@@ -23,7 +23,7 @@ from switchboard.limits import ledger
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing
 from switchboard.limits.rules import Limit, openai_duration, resets_at, retry_after, seconds_until_fits
-from switchboard.metering.pricing import Prices, compute_cost
+from switchboard.metering.pricing import Prices, compute_cost, largest_completion_within
 
 log = logging.getLogger("switchboard.limits")
 
@@ -92,16 +92,8 @@ def _cost(ask: Ask, completion: int) -> int:
 
 def _largest_cost_fit(ask: Ask, remaining: int, upper: int) -> int:
     """The largest output whose worst-case cost fits `remaining`; -1 when not even the prompt does."""
-    if _cost(ask, 0) > remaining:
-        return -1
-    low, high = 0, upper
-    while low < high:  # cost grows with the output: binary search, ~20 rounds at most
-        middle = (low + high + 1) // 2
-        if _cost(ask, middle) <= remaining:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+    assert ask.prices is not None
+    return largest_completion_within(ask.prices, ask.prompt_tokens, ask.markup_bps, remaining, upper)
 
 
 @dataclass

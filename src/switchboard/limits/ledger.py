@@ -15,7 +15,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, delete, func, select, update
+from sqlalchemy import (
+    BigInteger,
+    Float,
+    Table,
+    bindparam,
+    delete,
+    func,
+    null,
+    select,
+    type_coerce,
+    union_all,
+    update,
+)
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.elements import BindParameter
 
@@ -24,7 +37,7 @@ from switchboard.db.upsert import insert_for
 from switchboard.db.write_transaction import InlineConnection, LedgerConnection, WriteTransactions
 from switchboard.kit.clock import utcnow
 from switchboard.limits.models import LimitHoldRow, LimitRow, LimitUsageRow
-from switchboard.limits.rules import EPOCH, ROLLING_SECONDS, Limit, bucket_debt, resets_at, window_start
+from switchboard.limits.rules import ROLLING_SECONDS, Limit, bucket_debt, resets_at, window_start
 from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.rollup_summary import counted_in_rollups
 
@@ -57,17 +70,22 @@ def _lock_by_writing(count: int) -> Any:
 
 
 @functools.cache
-def _counters(count: int) -> Any:
-    return driver_ready(select(_USAGE).where(_USAGE.c.limit_id.in_(_ids(count))))
-
-
-@functools.cache
-def _held(count: int) -> Any:
-    return driver_ready(
-        select(_HOLDS.c.limit_id, func.sum(_HOLDS.c.amount))
+def _standings(count: int) -> Any:
+    """The limits' counters, then what live holds keep of each (`window_start` NULL): one read."""
+    held = (
+        select(
+            _HOLDS.c.limit_id,
+            sql_cast(null(), _USAGE.c.window_start.type),
+            sql_cast(func.sum(_HOLDS.c.amount), BigInteger),  # PostgreSQL's sum is numeric
+            sql_cast(null(), _USAGE.c.updated_at.type),
+        )
         .where(_HOLDS.c.limit_id.in_(_ids(count)), _HOLDS.c.lease_until > bindparam("b_now"))
         .group_by(_HOLDS.c.limit_id)
     )
+    counters = select(_USAGE.c.limit_id, _USAGE.c.window_start, _USAGE.c.used, _USAGE.c.updated_at).where(
+        _USAGE.c.limit_id.in_(_ids(count))
+    )
+    return driver_ready(union_all(counters, held))
 
 
 _ADD_HOLDS = driver_ready(_HOLDS.insert())
@@ -77,26 +95,35 @@ _RELEASE_DEAD = driver_ready(
 )
 
 
+def _seconds(dialect: str, moment: Any) -> Any:
+    """A stored UTC time in seconds, to the microsecond (SQLite's julianday() keeps milliseconds)."""
+    if dialect == "postgresql":
+        return func.extract("epoch", moment)
+    # SQLite keeps 'YYYY-MM-DD HH:MM:SS.ffffff': whole seconds, plus the fraction from character 20.
+    return type_coerce(func.strftime("%s", moment), Float) + type_coerce(func.substr(moment, 20), Float)
+
+
 @functools.cache
-def _counter_upserts(dialect: str) -> tuple[Any, Any]:
-    """(add to a calendar counter, set a bucket's debt), as one statement each for many rows."""
+def _count_upsert(dialect: str) -> Any:
+    """Adds usage to counters, many rows in one statement. A bucket's debt is first brought to the
+    new `updated_at` (refilled at `b_rate` per second; 0 for calendar windows, which only add)."""
     values: dict[str, Any] = {
         "limit_id": bindparam("b_limit_id", type_=_USAGE.c.limit_id.type),
         "window_start": bindparam("b_window_start", type_=_USAGE.c.window_start.type),
         "used": bindparam("b_used", type_=_USAGE.c.used.type),
         "updated_at": bindparam("b_updated_at", type_=_USAGE.c.updated_at.type),
     }
-    add = insert_for(dialect)(_USAGE).values(values)
-    add = add.on_conflict_do_update(
+    upsert = insert_for(dialect)(_USAGE).values(values)
+    new, old = upsert.excluded, _USAGE.c
+    greatest, least = (func.greatest, func.least) if dialect == "postgresql" else (func.max, func.min)
+    elapsed = greatest(_seconds(dialect, new.updated_at) - _seconds(dialect, old.updated_at), 0)
+    refill = least(elapsed * bindparam("b_rate", type_=Float()), old.used)
+    refilled = sql_cast(func.floor(refill) if dialect == "postgresql" else refill, BigInteger)
+    upsert = upsert.on_conflict_do_update(
         index_elements=["limit_id", "window_start"],
-        set_={"used": _USAGE.c.used + add.excluded.used, "updated_at": add.excluded.updated_at},
+        set_={"used": greatest(old.used - refilled, 0) + new.used, "updated_at": new.updated_at},
     )
-    put = insert_for(dialect)(_USAGE).values(values)
-    put = put.on_conflict_do_update(
-        index_elements=["limit_id", "window_start"],
-        set_={"used": put.excluded.used, "updated_at": put.excluded.updated_at},
-    )
-    return driver_ready(add), driver_ready(put)
+    return driver_ready(upsert)
 
 
 @dataclass(frozen=True)
@@ -175,13 +202,19 @@ async def _sum_records(conn: LedgerConnection, limit: Limit, start: datetime | N
     return int(await conn.scalar(query) or 0)
 
 
-async def _used(
+async def _standing(
     conn: LedgerConnection, limits: Sequence[Limit], now: datetime, *, create_missing: bool
-) -> dict[uuid.UUID, int]:
-    rows = {
-        (row.limit_id, row.window_start): row
-        for row in await conn.execute(_counters(len(limits)), _by_id([limit.id for limit in limits]))
-    }
+) -> tuple[dict[uuid.UUID, int], dict[uuid.UUID, int]]:
+    """(used, reserved) of each limit at `now`."""
+    rows: dict[tuple[uuid.UUID, datetime], Any] = {}
+    reserved: dict[uuid.UUID, int] = {}
+    for row in await conn.execute(
+        _standings(len(limits)), {**_by_id([limit.id for limit in limits]), "b_now": now}
+    ):
+        if row.window_start is None:
+            reserved[row.limit_id] = int(row.used or 0)
+        else:
+            rows[(row.limit_id, row.window_start)] = row
     used: dict[uuid.UUID, int] = {}
     for limit in limits:
         start = window_start(limit.window, now)
@@ -202,12 +235,7 @@ async def _used(
                 .values(limit_id=limit.id, window_start=start, used=counted, updated_at=now)
                 .on_conflict_do_nothing()
             )
-    return used
-
-
-async def _reserved(conn: LedgerConnection, ids: Sequence[uuid.UUID], now: datetime) -> dict[uuid.UUID, int]:
-    rows: list[Any] = list(await conn.execute(_held(len(ids)), {**_by_id(ids), "b_now": now}))
-    return {row[0]: int(row[1] or 0) for row in rows}
+    return used, reserved
 
 
 Planner = Callable[[list[Standing]], dict[uuid.UUID, int]]
@@ -230,8 +258,7 @@ async def reserve(
     async with transactions.rows_locked_here(ids), transactions.begin() as conn:
         now = utcnow()
         await lock_limits(conn, ids)
-        used = await _used(conn, limits, now, create_missing=True)
-        reserved = await _reserved(conn, [limit.id for limit in limits], now)
+        used, reserved = await _standing(conn, limits, now, create_missing=True)
         needs = plan([Standing(limit, used[limit.id], reserved.get(limit.id, 0)) for limit in limits])
         lease_until = now + timedelta(seconds=lease_seconds)
         await conn.execute(
@@ -281,48 +308,34 @@ async def dead_calls(
 
 async def count(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
     """Adds finished calls' usage to their limits' counters; the caller holds the limits' locks."""
-    if not actuals:
-        return
-    add, put = _counter_upserts(conn.dialect.name)
-    now = utcnow()
-    rolling = [actual for actual in actuals if actual.limit.rolling]
-    if rolling:
-        # A bucket's debt is brought to now before the usage is added: the refill it had is kept.
-        ids = list({actual.limit.id for actual in rolling})
-        rows = {
-            row.limit_id: row
-            for row in await conn.execute(_counters(len(ids)), _by_id(ids))
-            if row.window_start == EPOCH
-        }
-        debts: dict[uuid.UUID, int] = {}
-        for actual in rolling:
-            limit = actual.limit
-            if limit.id not in debts:
-                row = rows.get(limit.id)
-                debts[limit.id] = (
-                    bucket_debt(limit.window, limit.amount, row.used, row.updated_at, now) if row else 0
-                )
-            debts[limit.id] += actual.amount
-        await conn.execute(
-            put,
-            [
-                {"b_limit_id": limit_id, "b_window_start": EPOCH, "b_used": debt, "b_updated_at": now}
-                for limit_id, debt in sorted(debts.items())
-            ],
-        )
-    totals: dict[tuple[uuid.UUID, datetime], int] = {}
+    totals: dict[tuple[uuid.UUID, datetime], list[Any]] = {}
     for actual in actuals:
-        if not actual.limit.rolling and actual.amount:
-            key = (actual.limit.id, window_start(actual.limit.window, actual.at))
-            totals[key] = totals.get(key, 0) + actual.amount
-    if totals:
-        await conn.execute(
-            add,
-            [
-                {"b_limit_id": limit_id, "b_window_start": start, "b_used": amount, "b_updated_at": now}
-                for (limit_id, start), amount in sorted(totals.items())
-            ],
-        )
+        limit = actual.limit
+        if not actual.amount:
+            continue
+        key = (limit.id, window_start(limit.window, actual.at))
+        found = totals.get(key)
+        if found is None:
+            rate = limit.amount / ROLLING_SECONDS[limit.window] if limit.rolling else 0.0
+            totals[key] = [actual.amount, rate]
+        else:
+            found[0] += actual.amount
+    if not totals:
+        return
+    now = utcnow()
+    await conn.execute(
+        _count_upsert(conn.dialect.name),
+        [
+            {
+                "b_limit_id": limit_id,
+                "b_window_start": start,
+                "b_used": used,
+                "b_updated_at": now,
+                "b_rate": rate,
+            }
+            for (limit_id, start), (used, rate) in sorted(totals.items())
+        ],
+    )
 
 
 def _refill_at(limit: Limit, debt: int, now: datetime) -> datetime:
@@ -333,8 +346,8 @@ async def status_of(engine: AsyncEngine, limit: Limit) -> Status:
     """`{used, reserved, remaining, resets_at}` as GET /limits/{id}/status shows it."""
     now = utcnow()
     async with engine.connect() as conn:
-        used = (await _used(conn, [limit], now, create_missing=False))[limit.id]
-        reserved = (await _reserved(conn, [limit.id], now)).get(limit.id, 0)
+        standing = await _standing(conn, [limit], now, create_missing=False)
+    used, reserved = standing[0][limit.id], standing[1].get(limit.id, 0)
     remaining = max(limit.amount - used - reserved, 0)
     reset = _refill_at(limit, used, now) if limit.rolling else resets_at(limit.window, now)
     return Status(used=used, reserved=reserved, remaining=remaining, resets_at=reset)

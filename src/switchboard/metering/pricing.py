@@ -126,6 +126,31 @@ def compute_cost(prices: Prices, prompt_tokens: int, completion_tokens: int, mar
     return Cost(nanos, True, _text(inp), _text(out), markup_bps, prices.source)
 
 
+def largest_completion_within(
+    prices: Prices, prompt_tokens: int, markup_bps: int, budget: int, upper: int
+) -> int:
+    """The largest completion (≤ `upper`) whose `compute_cost` with `prompt_tokens` is ≤ `budget`
+    nano-units; -1 when not even the prompt alone fits. Both sides must be priced.
+
+    Solved in integers from `compute_cost`'s formula, not searched: the limits pay this on every call.
+    cost(c) = round_half_up(x(c)) ≤ budget ⟺ x(c) < budget + ½, with x(c) = (p·in + c·out)·M / 10,
+    M = 1e4 + bps, in and out the exact ratios of the per-million prices.
+    """
+    inp, out = prices.input_per_mtok, prices.output_per_mtok
+    assert inp is not None and out is not None
+    a, b = inp.as_integer_ratio() if prompt_tokens else (0, 1)
+    c, d = out.as_integer_ratio()
+    scale = _BPS + markup_bps
+    # 2·(p·a·d + k·c·b)·M < (2·budget + 1)·b·d·10, for the completion k.
+    room = (2 * budget + 1) * b * d * 10 - 2 * prompt_tokens * a * d * scale
+    if room <= 0:
+        return -1
+    step = 2 * c * b * scale
+    if step <= 0:
+        return upper  # output is free: any answer fits
+    return min((room - 1) // step, upper)
+
+
 def _round_half_up(numerator: int, denominator: int) -> int:
     """numerator / denominator (> 0) to an integer, halves away from zero (Decimal's ROUND_HALF_UP)."""
     magnitude = (2 * abs(numerator) + denominator) // (2 * denominator)
