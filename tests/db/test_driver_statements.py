@@ -30,7 +30,6 @@ def test_a_row_written_on_the_driver_reads_back_through_sqlalchemy_and_the_other
             await conn.run_sync(Base.metadata.create_all)
         transactions = WriteTransactions(engine)
         row = {
-            "id": uuid.uuid4(),
             "call_id": "c1",
             "limit_id": uuid.uuid4(),
             "amount": 2**62,
@@ -43,7 +42,7 @@ def test_a_row_written_on_the_driver_reads_back_through_sqlalchemy_and_the_other
         async with engine.connect() as conn:
             stored = (await conn.execute(select(HOLDS))).one()._asdict()
         assert stored == row
-        other = {**row, "id": uuid.uuid4(), "call_id": "c2"}
+        other = {**row, "limit_id": uuid.uuid4(), "call_id": "c2"}
         async with engine.begin() as conn:
             await conn.execute(HOLDS.insert(), [{**other, "call_id": "c1", "amount": 7}])
         async with transactions.begin() as conn:

@@ -179,7 +179,6 @@ def hold(gateway: Gateway, limit_id: str, amount: int, lease: timedelta) -> None
         async with gateway.app.state.sessionmaker() as session, session.begin():
             session.add(
                 LimitHoldRow(
-                    id=uuid.uuid4(),
                     call_id=uuid.uuid4().hex,
                     limit_id=uuid.UUID(limit_id),
                     amount=amount,

@@ -156,6 +156,13 @@ class SqliteBatchInsert:
             raise
         return True
 
+    def insert_on(self, connection: sqlite3.Connection, rows: Sequence[Row]) -> None:
+        """Insert (and run the after-insert step) inside a transaction the caller holds on its own
+        connection to the same file: the ledger's settlement commits records with its other writes."""
+        inserted = connection.executemany(self._statement.sql, self._statement.parameters(rows)).rowcount
+        if self._after is not None:
+            self._after(connection, rows, inserted)
+
     def _inline_connection(self) -> sqlite3.Connection:
         if self._inline is None:
             self._inline = self._engine.raw_connection()

@@ -44,6 +44,11 @@ class InlineConnection:
     def dialect(self) -> Dialect:
         return self._connection.dialect
 
+    @property
+    def driver(self) -> sqlite3.Connection:
+        """The sqlite3 connection itself, inside this transaction."""
+        return _driver(self._connection)
+
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
         prepared = self._statements.get(statement)
         if prepared is None:

@@ -89,7 +89,12 @@ def _standings(count: int) -> Any:
 
 
 _ADD_HOLDS = driver_ready(_HOLDS.insert())
-_RELEASE = driver_ready(delete(_HOLDS).where(_HOLDS.c.call_id == bindparam("b_call")))
+_RELEASE = driver_ready(
+    delete(_HOLDS).where(
+        _HOLDS.c.limit_id == bindparam("b_limit", type_=_HOLDS.c.limit_id.type),
+        _HOLDS.c.call_id == bindparam("b_call"),
+    )
+)
 _RELEASE_DEAD = driver_ready(
     delete(_HOLDS).where(_HOLDS.c.call_id == bindparam("b_call"), _HOLDS.c.lease_until <= bindparam("b_now"))
 )
@@ -265,7 +270,6 @@ async def reserve(
             _ADD_HOLDS,
             [
                 {
-                    "id": uuid.uuid4(),
                     "call_id": call_id,
                     "limit_id": limit_id,
                     "amount": amount,
@@ -278,8 +282,12 @@ async def reserve(
     return needs
 
 
-async def release_holds(conn: LedgerConnection, call_id: str) -> None:
-    await conn.execute(_RELEASE, {"b_call": call_id})
+async def release_holds(conn: LedgerConnection, holds: Sequence[tuple[uuid.UUID, str]]) -> None:
+    """Ends settled calls' holds, given as (limit id, call id): one statement, by the table's key."""
+    if holds:
+        await conn.execute(
+            _RELEASE, [{"b_limit": limit_id, "b_call": call_id} for limit_id, call_id in holds]
+        )
 
 
 async def release_dead_holds(conn: LedgerConnection, call_id: str, now: datetime) -> bool:

@@ -16,11 +16,11 @@ from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from switchboard.config_file import ModelEntry
-from switchboard.db.batch_insert import batch_insert
+from switchboard.db.batch_insert import SqliteBatchInsert, batch_insert
 from switchboard.db.driver_statements import driver_ready
 from switchboard.db.outage import DatabaseOutage, is_connection_error
 from switchboard.db.upsert import insert_for
-from switchboard.db.write_transaction import LedgerConnection, WriteTransactions
+from switchboard.db.write_transaction import InlineConnection, LedgerConnection, WriteTransactions
 from switchboard.errors import ServiceUnavailable
 from switchboard.idempotency.service import IdempotencyStore
 from switchboard.kit.clock import utcnow
@@ -373,6 +373,7 @@ class UsageWriter:
             )
             kept: list[tuple[object, ...]] = []
             actuals: list[ledger.Actual] = []
+            settled: list[tuple[uuid.UUID, str]] = []  # (limit, call) of each hold to end
             recovered: list[tuple[object, ...]] = []
             for pending, row in zip(batch, rows, strict=True):
                 settlement = pending.settlement
@@ -384,7 +385,7 @@ class UsageWriter:
                 if settlement is None:
                     continue
                 if settlement.call_id is not None:
-                    await ledger.release_holds(conn, settlement.call_id)
+                    settled.extend((limit.id, settlement.call_id) for limit in settlement.limits)
                 if settlement.claim is not None and self._idempotency is not None:
                     if settlement.stored is not None:
                         await self._idempotency.complete_in(conn, settlement.claim, settlement.stored)
@@ -400,7 +401,12 @@ class UsageWriter:
             if recovered:
                 kept.extend(await self._not_yet_stored(conn, recovered))
             if kept:
-                await self._rollups.insert_in(conn, self._core_insert, kept)
+                if isinstance(conn, InlineConnection) and isinstance(self._insert, SqliteBatchInsert):
+                    # The very insert (and rollups) of a batch without settlements, in this transaction.
+                    self._insert.insert_on(conn.driver, kept)
+                else:
+                    await self._rollups.insert_in(conn, self._core_insert, kept)
+            await ledger.release_holds(conn, settled)
             await ledger.count(conn, actuals)
 
     async def _not_yet_stored(
