@@ -32,6 +32,14 @@ def _usage(connection: Connection) -> list[tuple[str, int]]:
     return [(str(uuid.UUID(str(r[0]))), int(r[1])) for r in rows]
 
 
+def reserve_functions(connection: Connection) -> int:
+    """PostgreSQL's one-statement reservation (none on SQLite)."""
+    if connection.dialect.name == "sqlite":
+        return 0
+    query = text("SELECT count(*) FROM pg_proc WHERE proname = 'switchboard_reserve'")
+    return int(connection.execute(query).scalar_one())
+
+
 def test_holds_and_counters_survive_the_upgrade_and_the_downgrade(databases: DatabaseFactory) -> None:
     from alembic import command
 
@@ -75,6 +83,7 @@ def test_holds_and_counters_survive_the_upgrade_and_the_downgrade(databases: Dat
         assert "id" not in {column["name"] for column in holds.get_columns("limit_holds")}
         assert holds.get_pk_constraint("limit_holds")["constrained_columns"] == ["limit_id", "call_id"]
         assert holds.get_indexes("limit_holds") == []
+        assert reserve_functions(connection) == (0 if sqlite else 1)
         if sqlite:
             for table in ("limit_holds", "limit_usage"):
                 sql = connection.execute(
@@ -90,6 +99,7 @@ def test_holds_and_counters_survive_the_upgrade_and_the_downgrade(databases: Dat
             "ix_limit_holds_limit", "ix_limit_holds_call", "ix_limit_holds_lease"
         }  # fmt: skip
         assert connection.execute(text("SELECT id FROM limit_holds")).scalar_one() is not None
+        assert reserve_functions(connection) == 0
 
     async def run() -> None:
         engine = make_engine(await databases.create())

@@ -139,6 +139,18 @@ class WriteTransactions:
         async with self._engine.begin() as conn:
             yield conn
 
+    @property
+    def dialect_name(self) -> str:
+        return self._engine.dialect.name
+
+    @asynccontextmanager
+    async def driver_connection(self) -> AsyncIterator[Any]:
+        """A pooled connection's own driver connection (asyncpg), outside any transaction: each
+        statement commits by itself, with no BEGIN or COMMIT round trip around it."""
+        async with self._engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            yield raw.driver_connection
+
     @asynccontextmanager
     async def rows_locked_here(self, keys: Iterable[object]) -> AsyncIterator[None]:
         """This process's turn at rows the transaction will lock (in `keys`' sorted order).

@@ -5,6 +5,11 @@ row lives in is one more page written per transaction: the holds had five (the t
 and three indexes), and now have one on SQLite and two on PostgreSQL. The table only ever holds the
 running calls' rows, so the upkeep's reads by lease or call scan a few rows.
 
+On PostgreSQL it also creates `switchboard_reserve`, a reservation in one statement: under the limits'
+row locks it reads each limit's counter and live holds (one snapshot per limit, so a settlement that
+moved a hold into a counter is seen whole), and inserts the call's holds only if every one still fits.
+A reservation then costs two round trips (read, reserve) instead of five.
+
 Revision ID: 0012
 Revises: 0011
 """
@@ -54,6 +59,61 @@ def _usage(name: str, *, with_rowid: bool) -> None:
     )
 
 
+RESERVE_FUNCTION = """
+CREATE OR REPLACE FUNCTION switchboard_reserve(
+    p_ids uuid[], p_starts timestamptz[], p_rates float8[], p_amounts bigint[], p_needs bigint[],
+    p_call_id text, p_call json, p_lease timestamptz, p_now timestamptz)
+RETURNS TABLE (limit_id uuid, used bigint, reserved bigint, counted boolean, admitted boolean)
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_used bigint[] := '{}';
+    v_reserved bigint[] := '{}';
+    v_counted boolean[] := '{}';
+    v_ok boolean := p_needs IS NOT NULL;
+    u bigint;
+    r bigint;
+    c boolean;
+BEGIN
+    -- Without needs it only reads; with them it locks first, and each read below is a statement
+    -- of its own, so it sees what every transaction that held these locks before committed.
+    IF p_needs IS NOT NULL THEN
+        PERFORM 1 FROM limits l WHERE l.id = ANY(p_ids) ORDER BY l.id FOR UPDATE;
+    END IF;
+    FOR i IN 1 .. cardinality(p_ids) LOOP
+        SELECT
+            (SELECT CASE WHEN p_rates[i] > 0
+                THEN GREATEST(k.used - LEAST(floor(GREATEST(extract(epoch FROM p_now - k.updated_at), 0)
+                     * p_rates[i]), k.used)::bigint, 0)
+                ELSE k.used END
+             FROM limit_usage k WHERE k.limit_id = p_ids[i] AND k.window_start = p_starts[i]),
+            (SELECT COALESCE(SUM(h.amount), 0)::bigint
+             FROM limit_holds h WHERE h.limit_id = p_ids[i] AND h.lease_until > p_now)
+        INTO u, r;
+        -- A calendar window without its counter yet: the caller counts the records (and admits).
+        c := u IS NOT NULL OR p_rates[i] > 0;
+        v_used := v_used || COALESCE(u, 0);
+        v_reserved := v_reserved || r;
+        v_counted := v_counted || c;
+        IF NOT c OR p_needs[i] > p_amounts[i] - COALESCE(u, 0) - r THEN
+            v_ok := false;
+        END IF;
+    END LOOP;
+    IF v_ok THEN
+        INSERT INTO limit_holds (limit_id, call_id, amount, lease_until, call)
+        SELECT p_ids[i], p_call_id, p_needs[i], p_lease, CASE WHEN i = 1 THEN p_call END
+        FROM generate_subscripts(p_ids, 1) AS i;
+    END IF;
+    RETURN QUERY SELECT p_ids[i], v_used[i], v_reserved[i], v_counted[i], v_ok
+        FROM generate_subscripts(p_ids, 1) AS i;
+END
+$$
+"""
+DROP_RESERVE_FUNCTION = (
+    "DROP FUNCTION IF EXISTS switchboard_reserve("
+    "uuid[], timestamptz[], float8[], bigint[], bigint[], text, json, timestamptz, timestamptz)"
+)
+
+
 def _copy(source: str, target: str, columns: str) -> None:
     op.execute(f"INSERT INTO {target} ({columns}) SELECT {columns} FROM {source}")  # noqa: S608
 
@@ -75,10 +135,13 @@ def upgrade() -> None:
     op.drop_constraint("pk_limit_holds", "limit_holds", type_="primary")
     op.drop_column("limit_holds", "id")
     op.create_primary_key("pk_limit_holds", "limit_holds", ["limit_id", "call_id"])
+    op.execute(RESERVE_FUNCTION)
 
 
 def downgrade() -> None:
     sqlite = op.get_bind().dialect.name == "sqlite"
+    if not sqlite:
+        op.execute(DROP_RESERVE_FUNCTION)
     new_id = "lower(hex(randomblob(16)))" if sqlite else "gen_random_uuid()"
     # PostgreSQL's constraint names are unique per schema: the old key's name is given back below.
     _holds(
