@@ -1,9 +1,11 @@
-"""The limits ledger (SPEC §13): holds of running calls, counters per window, all under one lock order.
+"""The limits ledger (SPEC §13): holds of running calls, counters per window.
 
-Every transaction that reads or changes what a limit has left first locks the limits' rows, always
-in id order (PostgreSQL: SELECT … FOR UPDATE; SQLite: a no-op UPDATE takes the database's one write
-lock first), so reservations and settlements on any number of replicas serialise per limit and
-never deadlock one another.
+A reservation locks its limits' rows, always in id order (PostgreSQL: SELECT … FOR UPDATE; SQLite: its
+transaction holds the database's one write lock), then reads, decides and holds: reservations on any
+number of replicas serialise per limit and never deadlock one another. A settlement needs no lock:
+it deletes its own call's holds and adds to counters in single statements (a bucket's refill is
+computed inside its upsert), and a reservation reads a limit's counter and holds in one statement,
+so it sees a settlement whole or not at all.
 """
 
 from __future__ import annotations
@@ -132,6 +134,17 @@ def _count_upsert(dialect: str) -> Any:
     return driver_ready(upsert)
 
 
+@functools.cache
+def _settle_upsert() -> Any:
+    """PostgreSQL: a hold's delete and its counter's upsert as one statement."""
+    released = (
+        delete(_HOLDS)
+        .where(_HOLDS.c.limit_id == bindparam("b_limit_id"), _HOLDS.c.call_id == bindparam("b_call"))
+        .cte("released")
+    )
+    return _count_upsert("postgresql").add_cte(released)
+
+
 @dataclass(frozen=True)
 class Standing:
     """What a limit had left when a call asked, before the call's own hold."""
@@ -155,11 +168,12 @@ class Status:
 
 @dataclass(frozen=True)
 class Actual:
-    """What one finished call counts against one limit."""
+    """What one finished call counts against one limit, in place of its hold."""
 
     limit: Limit
     amount: int
     at: datetime
+    call_id: str
 
 
 async def lock_limits(conn: LedgerConnection, ids: Iterable[uuid.UUID]) -> None:
@@ -368,8 +382,38 @@ async def dead_calls(
     return list(found.items())
 
 
+async def settle(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
+    """Ends finished calls' holds and adds what they used to their limits' counters."""
+    if not actuals:
+        return
+    if conn.dialect.name != "postgresql":
+        await release_holds(conn, [(actual.limit.id, actual.call_id) for actual in actuals])
+        await count(conn, actuals)
+        return
+    # One statement per hold (its delete and its counter's upsert), all in one round trip.
+    now = utcnow()
+    rows = sorted(
+        (
+            actual.limit.id,
+            window_start(actual.limit.window, actual.at),
+            actual.call_id,
+            actual.amount,
+            actual.limit.amount / ROLLING_SECONDS[actual.limit.window] if actual.limit.rolling else 0.0,
+        )
+        for actual in actuals
+    )
+    await conn.execute(
+        _settle_upsert(),
+        [
+            {"b_limit_id": limit_id, "b_window_start": start, "b_call": call_id, "b_used": used,
+             "b_updated_at": now, "b_rate": rate}
+            for limit_id, start, call_id, used, rate in rows
+        ],
+    )  # fmt: skip
+
+
 async def count(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
-    """Adds finished calls' usage to their limits' counters; the caller holds the limits' locks."""
+    """Adds finished calls' usage to their limits' counters."""
     totals: dict[tuple[uuid.UUID, datetime], list[Any]] = {}
     for actual in actuals:
         limit = actual.limit

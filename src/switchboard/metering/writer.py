@@ -367,13 +367,8 @@ class UsageWriter:
         rows = await self._rows(batch)
         now = utcnow()
         async with self._transactions.begin() as conn:
-            await ledger.lock_limits(
-                conn,
-                (limit.id for p in batch if p.settlement is not None for limit in p.settlement.limits),
-            )
             kept: list[tuple[object, ...]] = []
             actuals: list[ledger.Actual] = []
-            settled: list[tuple[uuid.UUID, str]] = []  # (limit, call) of each hold to end
             recovered: list[tuple[object, ...]] = []
             for pending, row in zip(batch, rows, strict=True):
                 settlement = pending.settlement
@@ -384,20 +379,21 @@ class UsageWriter:
                 kept.append(row)
                 if settlement is None:
                     continue
-                if settlement.call_id is not None:
-                    settled.extend((limit.id, settlement.call_id) for limit in settlement.limits)
                 if settlement.claim is not None and self._idempotency is not None:
                     if settlement.stored is not None:
                         await self._idempotency.complete_in(conn, settlement.claim, settlement.stored)
                     else:
                         await self._idempotency.release_in(conn, settlement.claim)
-                cost = int(row[_COST_INDEX])  # type: ignore[call-overload]
-                actuals.extend(
-                    ledger.Actual(
-                        limit, _actual(limit.metric, pending.outcome, cost), pending.outcome.occurred_at
+                call_id = settlement.call_id
+                if call_id is not None:
+                    cost = int(row[_COST_INDEX])  # type: ignore[call-overload]
+                    outcome = pending.outcome
+                    actuals.extend(
+                        ledger.Actual(
+                            limit, _actual(limit.metric, outcome, cost), outcome.occurred_at, call_id
+                        )
+                        for limit in settlement.limits
                     )
-                    for limit in settlement.limits
-                )
             if recovered:
                 kept.extend(await self._not_yet_stored(conn, recovered))
             if kept:
@@ -406,8 +402,7 @@ class UsageWriter:
                     self._insert.insert_on(conn.driver, kept)
                 else:
                     await self._rollups.insert_in(conn, self._core_insert, kept)
-            await ledger.release_holds(conn, settled)
-            await ledger.count(conn, actuals)
+            await ledger.settle(conn, actuals)
 
     async def _not_yet_stored(
         self, conn: LedgerConnection, rows: list[tuple[object, ...]]
