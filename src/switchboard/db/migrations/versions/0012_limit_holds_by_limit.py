@@ -64,7 +64,11 @@ CREATE OR REPLACE FUNCTION switchboard_reserve(
     p_ids uuid[], p_starts timestamptz[], p_rates float8[], p_amounts bigint[], p_needs bigint[],
     p_call_id text, p_call json, p_lease timestamptz, p_now timestamptz)
 RETURNS TABLE (limit_id uuid, used bigint, reserved bigint, counted boolean, admitted boolean)
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+-- A plain index scan marks the entries of settled (deleted) holds dead as it passes them, so later
+-- reads skip them; a bitmap scan would visit every deleted hold of the limit until vacuum.
+SET enable_bitmapscan = off
+AS $$
 DECLARE
     v_used bigint[] := '{}';
     v_reserved bigint[] := '{}';
@@ -99,6 +103,9 @@ BEGIN
         END IF;
     END LOOP;
     IF v_ok THEN
+        -- A hold is the running call's, gone when it settles: its commit need not wait for the WAL
+        -- flush (a server crash may forget the newest holds; settlements stay synchronous).
+        PERFORM set_config('synchronous_commit', 'off', true);
         INSERT INTO limit_holds (limit_id, call_id, amount, lease_until, call)
         SELECT p_ids[i], p_call_id, p_needs[i], p_lease, CASE WHEN i = 1 THEN p_call END
         FROM generate_subscripts(p_ids, 1) AS i;
