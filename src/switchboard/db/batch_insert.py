@@ -246,8 +246,10 @@ class PostgresBatchInsert:
         self._idle_timer: asyncio.TimerHandle | None = None
         self._closing: set[asyncio.Task[None]] = set()
 
-    async def insert(self, rows: Sequence[Row]) -> None:
-        parameters = self._statement.parameters(rows)
+    async def insert(self, rows: Sequence[Row], statement: PreparedInsert | None = None) -> None:
+        """`statement`: one that does more in the same round trip (the same rows, more arguments)."""
+        statement = statement or self._statement
+        parameters = statement.parameters(rows)
         self._used = self._inserting = True
         try:
             if self._connection is None:
@@ -257,9 +259,9 @@ class PostgresBatchInsert:
                 if self._idle_timer is None:
                     self._idle_timer = asyncio.get_running_loop().call_later(self._idle_seconds, self._idle)
             if len(parameters) == 1:  # executemany's pipelining costs ~10 us more for a single row
-                await self._driver.execute(self._statement.sql, *parameters[0])
+                await self._driver.execute(statement.sql, *parameters[0])
             else:
-                await self._driver.executemany(self._statement.sql, parameters)
+                await self._driver.executemany(statement.sql, parameters)
         except BaseException:
             # The connection may be broken (failover, a dropped socket): it must not go back to the pool.
             self._close_connection()

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, Index, String, Uuid
+from sqlalchemy import JSON, BigInteger, Boolean, Float, Index, String, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
 from switchboard.db.base import Base
@@ -47,6 +47,8 @@ class LimitUsageRow(Base):
     window_start: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
     used: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # A rolling window's refill per second as of its last settlement (0 for a calendar window).
+    rate: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class LimitHoldRow(Base):

@@ -235,10 +235,11 @@ class PostgresRecordsAndRollups:
         names = ", ".join(c.name for c in self.columns)
         fine, hourly, daily = (_upsert_sql(table, unit) for table, unit in TIERS)
         # Only the tables' own column names go into the text; every value is a parameter. The
-        # upserts read what the records' insert returned: the rows it stored, no others.
+        # upserts read what the records' insert returned: the rows it stored, no others (and so may
+        # a limits settlement put in front of it: limits.ledger.SettlingStatement).
         return (
             f"WITH new AS (INSERT INTO usage_records ({names}) SELECT * FROM unnest({', '.join(arrays)}) "  # noqa: S608
-            f"ON CONFLICT DO NOTHING RETURNING {', '.join(_READ)}), fine AS ({fine}), "
+            f"ON CONFLICT DO NOTHING RETURNING id, {', '.join(_READ)}), fine AS ({fine}), "
             f"hourly AS ({hourly}) {daily}"
         )
 

@@ -16,7 +16,7 @@ from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from switchboard.config_file import ModelEntry
-from switchboard.db.batch_insert import SqliteBatchInsert, batch_insert
+from switchboard.db.batch_insert import PostgresBatchInsert, SqliteBatchInsert, batch_insert
 from switchboard.db.driver_statements import driver_ready
 from switchboard.db.outage import DatabaseOutage, is_connection_error
 from switchboard.db.upsert import insert_for
@@ -364,6 +364,11 @@ class UsageWriter:
 
     async def _commit_with_settlements(self, batch: list[_Pending]) -> None:
         """Records, limit settlements and idempotent answers of the batch in one transaction (SPEC §13)."""
+        if isinstance(self._insert, PostgresBatchInsert) and all(
+            p.settlement is None or (p.settlement.claim is None and not p.settlement.abandoned) for p in batch
+        ):
+            await self._settle_in_one_statement(batch)
+            return
         rows = await self._rows(batch)
         now = utcnow()
         async with self._transactions.begin() as conn:
@@ -403,6 +408,26 @@ class UsageWriter:
                 else:
                     await self._rollups.insert_in(conn, self._core_insert, kept)
             await ledger.settle(conn, actuals)
+
+    async def _settle_in_one_statement(self, batch: list[_Pending]) -> None:
+        """PostgreSQL, holds only (no idempotent answer, no recovery): the records' own statement with
+        the settlement in front, one round trip like a batch without limits."""
+        assert isinstance(self._insert, PostgresBatchInsert) and self._rollups.postgres is not None
+        rows = await self._rows(batch)
+        actuals: list[tuple[uuid.UUID, ledger.Actual]] = []
+        for pending, row in zip(batch, rows, strict=True):
+            settlement = pending.settlement
+            if settlement is None or settlement.call_id is None:
+                continue
+            cost = int(row[_COST_INDEX])  # type: ignore[call-overload]
+            outcome = pending.outcome
+            call_id, at = settlement.call_id, outcome.occurred_at
+            actuals.extend(
+                (pending.record_id, ledger.Actual(limit, _actual(limit.metric, outcome, cost), at, call_id))
+                for limit in settlement.limits
+            )
+        statement = ledger.SettlingStatement(self._rollups.postgres, actuals, utcnow())
+        await self._insert.insert(rows, statement)
 
     async def _not_yet_stored(
         self, conn: LedgerConnection, rows: list[tuple[object, ...]]

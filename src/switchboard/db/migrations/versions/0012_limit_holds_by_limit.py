@@ -20,9 +20,16 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0010"  # INTEGRATE: 0011
+down_revision = "0011"
 branch_labels = None
 depends_on = None
+
+
+def _rate() -> sa.Column[float]:
+    """A rolling window's refill per second as of its last settlement (0 for calendar windows): a
+    settlement's upsert brings the bucket's debt to now from it, whatever else its statement holds."""
+    return sa.Column("rate", sa.Float(), nullable=True)
+
 
 _HOLD_COLUMNS = "call_id, limit_id, amount, lease_until, call"
 _USAGE_COLUMNS = "limit_id, window_start, used, updated_at"
@@ -54,6 +61,7 @@ def _usage(name: str, *, with_rowid: bool) -> None:
         sa.Column("window_start", sa.DateTime(timezone=True), nullable=False),
         sa.Column("used", sa.BigInteger(), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        *([] if with_rowid else [_rate()]),
         sa.PrimaryKeyConstraint("limit_id", "window_start", name="pk_limit_usage"),
         sqlite_with_rowid=with_rowid,
     )
@@ -142,6 +150,7 @@ def upgrade() -> None:
     op.drop_constraint("pk_limit_holds", "limit_holds", type_="primary")
     op.drop_column("limit_holds", "id")
     op.create_primary_key("pk_limit_holds", "limit_holds", ["limit_id", "call_id"])
+    op.add_column("limit_usage", _rate())
     op.execute(RESERVE_FUNCTION)
 
 
@@ -149,6 +158,7 @@ def downgrade() -> None:
     sqlite = op.get_bind().dialect.name == "sqlite"
     if not sqlite:
         op.execute(DROP_RESERVE_FUNCTION)
+        op.drop_column("limit_usage", "rate")
     new_id = "lower(hex(randomblob(16)))" if sqlite else "gen_random_uuid()"
     # PostgreSQL's constraint names are unique per schema: the old key's name is given back below.
     _holds(
