@@ -40,7 +40,7 @@ from switchboard.db.upsert import insert_for
 from switchboard.db.write_transaction import InlineConnection, LedgerConnection, WriteTransactions
 from switchboard.kit.clock import utcnow
 from switchboard.limits.models import LimitHoldRow, LimitRow, LimitUsageRow
-from switchboard.limits.rules import ROLLING_SECONDS, Limit, bucket_debt, resets_at, window_start
+from switchboard.limits.rules import ROLLING_SECONDS, Limit, bucket_debt, refill_rate, resets_at, window_start
 from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.rollup_summary import counted_in_rollups
 
@@ -329,7 +329,7 @@ async def _reserve_in_one_statement(
     now = utcnow()
     ids = [limit.id for limit in limits]
     starts = [window_start(limit.window, now) for limit in limits]
-    rates = [limit.amount / ROLLING_SECONDS[limit.window] if limit.rolling else 0.0 for limit in limits]
+    rates = [refill_rate(limit) for limit in limits]
     amounts = [limit.amount for limit in limits]
     lease_until = now + timedelta(seconds=lease_seconds)
     record = json_text(call) if call is not None else None
@@ -403,7 +403,7 @@ async def settle(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
             window_start(actual.limit.window, actual.at),
             actual.call_id,
             actual.amount,
-            _rate(actual.limit),
+            refill_rate(actual.limit),
         )
         for actual in actuals
     )
@@ -427,7 +427,7 @@ async def count(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
         key = (limit.id, window_start(limit.window, actual.at))
         found = totals.get(key)
         if found is None:
-            totals[key] = [actual.amount, _rate(limit)]
+            totals[key] = [actual.amount, refill_rate(limit)]
         else:
             found[0] += actual.amount
     if not totals:
@@ -446,66 +446,6 @@ async def count(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
             for (limit_id, start), (used, rate) in sorted(totals.items())
         ],
     )
-
-
-class SettlingStatement:
-    """PostgreSQL: a batch's records and rollups statement with its limits' settlement in front, as
-    one statement and one round trip (its own transaction). The counters add only what the records
-    the statement stored say (`new`, the records' insert, returns their ids): a batch retried after
-    its commit went through counts nothing twice. `records` is the writer's insert-and-roll-up
-    statement (metering.rollups.PostgresRecordsAndRollups); each actual comes with its record's id.
-    """
-
-    def __init__(self, records: Any, actuals: Sequence[tuple[uuid.UUID, Actual]], now: datetime) -> None:
-        self._records = records
-        self._actuals = actuals
-        self._now = now
-        self.sql = ""
-
-    def parameters(self, rows: Sequence[Any]) -> list[Any]:
-        arguments = list(self._records.parameters(rows)[0])
-        self.sql = _settling_sql(self._records.sql, len(arguments) + 1)
-        actuals = self._actuals
-        arguments += [
-            [actual.limit.id for _, actual in actuals],
-            [actual.call_id for _, actual in actuals],
-            [record_id for record_id, _ in actuals],
-            [window_start(actual.limit.window, actual.at) for _, actual in actuals],
-            [actual.amount for _, actual in actuals],
-            [_rate(actual.limit) for _, actual in actuals],
-            self._now,
-        ]
-        return [arguments]
-
-
-def _rate(limit: Limit) -> float:
-    return limit.amount / ROLLING_SECONDS[limit.window] if limit.rolling else 0.0
-
-
-@functools.cache
-def _settling_sql(records_sql: str, first: int) -> str:
-    limits, calls, records, starts, amounts, rates, now = (f"${first + index}" for index in range(7))
-    refill = (
-        "LEAST(floor(GREATEST(extract(epoch FROM excluded.updated_at - u.updated_at), 0) * excluded.rate),"
-        " u.used)::bigint"
-    )
-    # Only parameter numbers go into the text; every value is an argument.
-    settlement = (
-        f"released AS (DELETE FROM limit_holds h USING unnest({limits}::uuid[], {calls}::text[]) "  # noqa: S608
-        "AS r(limit_id, call_id) WHERE h.limit_id = r.limit_id AND h.call_id = r.call_id), "
-        "counted AS (INSERT INTO limit_usage AS u (limit_id, window_start, used, updated_at, rate) "
-        f"SELECT s.limit_id, s.window_start, sum(s.used)::bigint, {now}::timestamptz, max(s.rate) "
-        f"FROM unnest({records}::uuid[], {limits}::uuid[], {starts}::timestamptz[], {amounts}::bigint[], "
-        f"{rates}::float8[]) AS s(record_id, limit_id, window_start, used, rate) "
-        "JOIN new ON new.id = s.record_id GROUP BY s.limit_id, s.window_start "
-        "ORDER BY s.limit_id, s.window_start "
-        "ON CONFLICT (limit_id, window_start) DO UPDATE SET "
-        f"used = GREATEST(u.used - {refill}, 0) + excluded.used, "
-        "updated_at = excluded.updated_at, rate = excluded.rate)"
-    )
-    assert records_sql.startswith("WITH ")
-    # RECURSIVE only lets `counted` name `new`, which the records' statement defines after it.
-    return f"WITH RECURSIVE {settlement}, {records_sql.removeprefix('WITH ')}"
 
 
 def _refill_at(limit: Limit, debt: int, now: datetime) -> datetime:

@@ -37,6 +37,11 @@ class Limit:
         return self.window in ROLLING_SECONDS
 
 
+def refill_rate(limit: Limit) -> float:
+    """A rolling window's bucket refills `amount` per window: this much per second (0 for calendar ones)."""
+    return limit.amount / ROLLING_SECONDS[limit.window] if limit.rolling else 0.0
+
+
 def window_start(window: str, now: datetime) -> datetime:
     """The key of the counter `now` falls in: the UTC day or month, else EPOCH (one row)."""
     if window == "day":

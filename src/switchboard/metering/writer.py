@@ -25,6 +25,7 @@ from switchboard.errors import ServiceUnavailable
 from switchboard.idempotency.service import IdempotencyStore
 from switchboard.kit.clock import utcnow
 from switchboard.limits import ledger
+from switchboard.limits.postgres_settlement import SettlingStatement
 from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.outcome import CallOutcome, Settlement, new_record_id
 from switchboard.metering.price_book import MAX_COST, PriceBook
@@ -426,7 +427,7 @@ class UsageWriter:
                 (pending.record_id, ledger.Actual(limit, _actual(limit.metric, outcome, cost), at, call_id))
                 for limit in settlement.limits
             )
-        statement = ledger.SettlingStatement(self._rollups.postgres, actuals, utcnow())
+        statement = SettlingStatement(self._rollups.postgres, actuals, utcnow())
         await self._insert.insert(rows, statement)
 
     async def _not_yet_stored(

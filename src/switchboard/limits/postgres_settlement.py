@@ -1,0 +1,68 @@
+"""PostgreSQL: a batch's limits settlement put in front of the records' own statement (one round trip)."""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from switchboard.limits.ledger import Actual
+from switchboard.limits.rules import refill_rate, window_start
+
+
+class SettlingStatement:
+    """PostgreSQL: a batch's records and rollups statement with its limits' settlement in front, as
+    one statement and one round trip (its own transaction). The counters add only what the records
+    the statement stored say (`new`, the records' insert, returns their ids): a batch retried after
+    its commit went through counts nothing twice. `records` is the writer's insert-and-roll-up
+    statement (metering.rollups.PostgresRecordsAndRollups); each actual comes with its record's id.
+    """
+
+    def __init__(self, records: Any, actuals: Sequence[tuple[uuid.UUID, Actual]], now: datetime) -> None:
+        self._records = records
+        self._actuals = actuals
+        self._now = now
+        self.sql = ""
+
+    def parameters(self, rows: Sequence[Any]) -> list[Any]:
+        arguments = list(self._records.parameters(rows)[0])
+        self.sql = _settling_sql(self._records.sql, len(arguments) + 1)
+        actuals = self._actuals
+        arguments += [
+            [actual.limit.id for _, actual in actuals],
+            [actual.call_id for _, actual in actuals],
+            [record_id for record_id, _ in actuals],
+            [window_start(actual.limit.window, actual.at) for _, actual in actuals],
+            [actual.amount for _, actual in actuals],
+            [refill_rate(actual.limit) for _, actual in actuals],
+            self._now,
+        ]
+        return [arguments]
+
+
+@functools.cache
+def _settling_sql(records_sql: str, first: int) -> str:
+    limits, calls, records, starts, amounts, rates, now = (f"${first + index}" for index in range(7))
+    refill = (
+        "LEAST(floor(GREATEST(extract(epoch FROM excluded.updated_at - u.updated_at), 0) * excluded.rate),"
+        " u.used)::bigint"
+    )
+    # Only parameter numbers go into the text; every value is an argument.
+    settlement = (
+        f"released AS (DELETE FROM limit_holds h USING unnest({limits}::uuid[], {calls}::text[]) "  # noqa: S608
+        "AS r(limit_id, call_id) WHERE h.limit_id = r.limit_id AND h.call_id = r.call_id), "
+        "counted AS (INSERT INTO limit_usage AS u (limit_id, window_start, used, updated_at, rate) "
+        f"SELECT s.limit_id, s.window_start, sum(s.used)::bigint, {now}::timestamptz, max(s.rate) "
+        f"FROM unnest({records}::uuid[], {limits}::uuid[], {starts}::timestamptz[], {amounts}::bigint[], "
+        f"{rates}::float8[]) AS s(record_id, limit_id, window_start, used, rate) "
+        "JOIN new ON new.id = s.record_id GROUP BY s.limit_id, s.window_start "
+        "ORDER BY s.limit_id, s.window_start "
+        "ON CONFLICT (limit_id, window_start) DO UPDATE SET "
+        f"used = GREATEST(u.used - {refill}, 0) + excluded.used, "
+        "updated_at = excluded.updated_at, rate = excluded.rate)"
+    )
+    assert records_sql.startswith("WITH ")
+    # RECURSIVE only lets `counted` name `new`, which the records' statement defines after it.
+    return f"WITH RECURSIVE {settlement}, {records_sql.removeprefix('WITH ')}"
