@@ -6,10 +6,13 @@ import functools
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchboard.limits.ledger import Actual
 from switchboard.limits.rules import refill_rate, window_start
+
+if TYPE_CHECKING:
+    from switchboard.metering.rollups import PostgresRecordsAndRollups
 
 
 class SettlingStatement:
@@ -20,15 +23,17 @@ class SettlingStatement:
     statement (metering.rollups.PostgresRecordsAndRollups); each actual comes with its record's id.
     """
 
-    def __init__(self, records: Any, actuals: Sequence[tuple[uuid.UUID, Actual]], now: datetime) -> None:
+    def __init__(
+        self, records: PostgresRecordsAndRollups, actuals: Sequence[tuple[uuid.UUID, Actual]], now: datetime
+    ) -> None:
         self._records = records
         self._actuals = actuals
         self._now = now
-        self.sql = ""
+        # The records' statement takes one array per column: the settlement's come after them.
+        self.sql = _settling_sql(records.sql, len(records.columns) + 1)
 
     def parameters(self, rows: Sequence[Any]) -> list[Any]:
         arguments = list(self._records.parameters(rows)[0])
-        self.sql = _settling_sql(self._records.sql, len(arguments) + 1)
         actuals = self._actuals
         arguments += [
             [actual.limit.id for _, actual in actuals],
