@@ -20,6 +20,7 @@ from switchboard.db.write_transaction import WriteTransactions
 from switchboard.errors import LimitRateExceeded
 from switchboard.limits import ledger
 from switchboard.limits.models import LimitHoldRow, LimitRow, LimitUsageRow
+from switchboard.limits.postgres_reserve import reserve_in_one_statement
 from switchboard.limits.rules import EPOCH, Limit, window_start
 from tests.support.databases import POSTGRES_ADMIN_DSN, _create_pg, _drop_pg
 
@@ -47,7 +48,7 @@ async def one_statement(
     call: dict[str, str] | None,
     lease_seconds: float,
 ) -> dict[uuid.UUID, int] | None:
-    return await ledger._reserve_in_one_statement(transactions, limits, plan, call_id, call, lease_seconds)
+    return await reserve_in_one_statement(transactions, limits, plan, call_id, call, lease_seconds)
 
 
 def limit(metric: str, window: str, amount: int) -> Limit:
@@ -102,19 +103,21 @@ def test_a_call_that_fits_is_held_in_one_statement_with_what_each_limit_had() ->
             month, minute = limit("cost", "month", 1000), limit("requests", "minute", 5)
             await store(transactions, month, minute, used={month.id: 400})
             plan, seen = asking(cost=100, requests=1)
-            needs = await ledger._reserve_in_one_statement(
+            needs = await reserve_in_one_statement(
                 transactions, [month, minute], plan, "call-1", {"model": "m"}, 30.0
             )
             assert needs == {month.id: 100, minute.id: 1}
             assert [(s.used, s.reserved) for s in seen[-1]] == [(400, 0), (0, 0)]
             assert await holds(transactions) == {month.id: 100, minute.id: 1}
 
-            # The next call sees the first one's holds as reserved.
+            # The next call decides first on what the first one saw (one round trip), then again on
+            # what the function saw, which has the first one's holds reserved.
             plan, seen = asking(cost=100, requests=1)
-            assert await ledger._reserve_in_one_statement(
-                transactions, [month, minute], plan, "call-2", None, 30.0
-            )
-            assert [(s.used, s.reserved) for s in seen[-1]] == [(400, 100), (0, 1)]
+            assert await reserve_in_one_statement(transactions, [month, minute], plan, "call-2", None, 30.0)
+            assert [[(s.used, s.reserved) for s in standings] for standings in seen] == [
+                [(400, 0), (0, 0)],
+                [(400, 100), (0, 1)],
+            ]
 
     asyncio.run(scenario())
 
@@ -138,7 +141,12 @@ def test_a_hold_that_no_longer_fits_is_decided_again_on_what_the_locked_read_saw
 
             with pytest.raises(LimitRateExceeded):
                 await one_statement(transactions, [month], stale_first, "late", None, 30.0)
-            assert [[(s.used, s.reserved) for s in standings] for standings in shown] == [[(300, 600)]] * 2
+            # First on what this process saw at its last reservation (before the other call's hold),
+            # then on what the function saw under the locks.
+            assert [[(s.used, s.reserved) for s in standings] for standings in shown] == [
+                [(300, 0)],
+                [(300, 600)],
+            ]
             assert await holds(transactions) == {month.id: 600}
 
     asyncio.run(scenario())
@@ -160,5 +168,28 @@ def test_a_calendar_window_without_its_counter_is_left_to_the_locked_transaction
             plan, seen = asking(cost=1)
             assert await one_statement(transactions, [month], plan, "d", None, 30.0)
             assert [(s.used, s.reserved) for s in seen[-1]] == [(0, 1)]
+
+    asyncio.run(scenario())
+
+
+def test_a_hold_decided_on_old_figures_is_undone_when_the_new_ones_decide_otherwise() -> None:
+    async def scenario() -> None:
+        async with postgres_ledger() as transactions:
+            month = limit("cost", "month", 1000)
+            await store(transactions, month, used={month.id: 0})
+
+            def half_of_what_is_left(standings: list[ledger.Standing]) -> dict[uuid.UUID, int]:
+                # Like an output cap: what a call asks depends on what is left.
+                return {s.limit.id: s.remaining // 2 for s in standings}
+
+            assert await one_statement(transactions, [month], half_of_what_is_left, "a", None, 30.0) == {
+                month.id: 500
+            }
+            # On the first call's figures the second asks 500 too and fits; on the function's it asks
+            # 250: the 500 is given back and 250 held.
+            assert await one_statement(transactions, [month], half_of_what_is_left, "b", None, 30.0) == {
+                month.id: 250
+            }
+            assert await holds(transactions) == {month.id: 750}
 
     asyncio.run(scenario())

@@ -22,6 +22,7 @@ from switchboard.kit.clock import utcnow
 from switchboard.limits import ledger
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing
+from switchboard.limits.postgres_reserve import reserve_in_one_statement
 from switchboard.limits.rules import Limit, openai_duration, resets_at, retry_after, seconds_until_fits
 from switchboard.metering.pricing import Prices, compute_cost, largest_completion_within
 
@@ -209,8 +210,12 @@ async def reserve(
     The hold's lease is renewed with every other live call's by the upkeep loop until `stop()`.
     """
     plan = Plan(ask)
-    await ledger.reserve(
-        transactions, limits, plan.decide, call_id=call_id, call=call, lease_seconds=lease_seconds
-    )
+    held = None
+    if transactions.dialect_name == "postgresql":
+        held = await reserve_in_one_statement(transactions, limits, plan.decide, call_id, call, lease_seconds)
+    if held is None:
+        await ledger.reserve(
+            transactions, limits, plan.decide, call_id=call_id, call=call, lease_seconds=lease_seconds
+        )
     leases.add(call_id)
     return Hold(call_id=call_id, limits=tuple(limits), headers=plan.headers, _leases=leases), plan.cap

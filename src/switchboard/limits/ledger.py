@@ -35,7 +35,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.elements import BindParameter
 
 from switchboard.db.driver_statements import driver_ready
-from switchboard.db.engine import json_text
 from switchboard.db.upsert import insert_for
 from switchboard.db.write_transaction import InlineConnection, LedgerConnection, WriteTransactions
 from switchboard.kit.clock import utcnow
@@ -279,10 +278,6 @@ async def reserve(
 
     One transaction under the limits' locks: no other call can take the same remaining amount.
     """
-    if transactions.dialect_name == "postgresql":
-        held = await _reserve_in_one_statement(transactions, limits, plan, call_id, call, lease_seconds)
-        if held is not None:
-            return held
     ids = [limit.id for limit in limits]
     async with transactions.rows_locked_here(ids), transactions.begin() as conn:
         now = utcnow()
@@ -304,55 +299,6 @@ async def reserve(
             ],
         )
     return needs
-
-
-# PostgreSQL: migration 0012's function. Without needs it reads; with them it locks the limits, reads
-# again and holds the needs only if each still fits, all in one statement.
-_RESERVE = (
-    "SELECT limit_id, used, reserved, counted, admitted"
-    " FROM switchboard_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-)
-_RESERVE_TRIES = 3
-
-
-async def _reserve_in_one_statement(
-    transactions: WriteTransactions,
-    limits: Sequence[Limit],
-    plan: Planner,
-    call_id: str,
-    call: dict[str, Any] | None,
-    lease_seconds: float,
-) -> dict[uuid.UUID, int] | None:
-    """Two round trips where the locked transaction takes five: read, decide here, then hold if
-    nothing changed too much meanwhile (else decide again on what the function saw). None when a
-    calendar window has no counter yet: the locked transaction counts its records."""
-    now = utcnow()
-    ids = [limit.id for limit in limits]
-    starts = [window_start(limit.window, now) for limit in limits]
-    rates = [refill_rate(limit) for limit in limits]
-    amounts = [limit.amount for limit in limits]
-    lease_until = now + timedelta(seconds=lease_seconds)
-    record = json_text(call) if call is not None else None
-    async with transactions.driver_connection() as driver:
-        rows = await driver.fetch(
-            _RESERVE, ids, starts, rates, amounts, None, call_id, None, lease_until, now
-        )
-        for _ in range(_RESERVE_TRIES):
-            if not all(row["counted"] for row in rows):
-                return None
-            needs = plan(
-                [
-                    Standing(limit, row["used"], row["reserved"])
-                    for limit, row in zip(limits, rows, strict=True)
-                ]
-            )
-            asked = [needs[limit.id] for limit in limits]
-            rows = await driver.fetch(
-                _RESERVE, ids, starts, rates, amounts, asked, call_id, record, lease_until, now
-            )
-            if rows[0]["admitted"]:
-                return needs
-    return None  # others kept changing what is left: the locked transaction decides
 
 
 async def release_holds(conn: LedgerConnection, holds: Sequence[tuple[uuid.UUID, str]]) -> None:

@@ -1,0 +1,103 @@
+"""PostgreSQL's reservation in one or two round trips (SPEC §13), with migration 0012's function.
+
+`switchboard_reserve` without needs only reads; with them it locks the limits, reads again and holds
+the needs only if each still fits, all in one statement. The locked transaction (ledger.reserve)
+remains for what this cannot decide: a calendar window without its counter yet.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from switchboard.db.engine import json_text
+from switchboard.db.write_transaction import WriteTransactions
+from switchboard.errors import LimitRefused
+from switchboard.kit.clock import utcnow
+from switchboard.limits.ledger import Planner, Standing
+from switchboard.limits.rules import Limit, refill_rate, window_start
+
+_RESERVE = (
+    "SELECT limit_id, used, reserved, counted, admitted"
+    " FROM switchboard_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+)
+_RESERVE_TRIES = 3
+
+
+async def reserve_in_one_statement(
+    transactions: WriteTransactions,
+    limits: Sequence[Limit],
+    plan: Planner,
+    call_id: str,
+    call: dict[str, Any] | None,
+    lease_seconds: float,
+) -> dict[uuid.UUID, int] | None:
+    """One or two round trips where the locked transaction takes five: decide here on what these
+    limits had at their last reservation on this process (or on a fresh read), then hold if every
+    need still fits (else decide again on what the function saw). None when a calendar window has no
+    counter yet: the locked transaction counts its records."""
+    now = utcnow()
+    ids = [limit.id for limit in limits]
+    starts = [window_start(limit.window, now) for limit in limits]
+    rates = [refill_rate(limit) for limit in limits]
+    amounts = [limit.amount for limit in limits]
+    lease_until = now + timedelta(seconds=lease_seconds)
+    record = json_text(call) if call is not None else None
+    key = tuple(ids)
+
+    def standings(rows: Sequence[Any]) -> list[Standing]:
+        return [
+            Standing(limit, row["used"], row["reserved"]) for limit, row in zip(limits, rows, strict=True)
+        ]
+
+    async with transactions.driver_connection() as driver:
+        rows = _LAST_SEEN.get(key)
+        if rows is not None:
+            try:
+                needs = plan(standings(rows))
+            except LimitRefused:
+                rows = None  # refused on old figures: decide on a fresh read
+            else:
+                rows = await driver.fetch(
+                    _RESERVE, ids, starts, rates, amounts, [needs[i] for i in ids], call_id, record,
+                    lease_until, now,
+                )  # fmt: skip
+                _remember(key, rows)
+                if rows[0]["admitted"]:
+                    # Decided again on what the function saw, for the headers: the same needs
+                    # unless the old figures set a different output cap, which is then undone.
+                    if all(row["counted"] for row in rows) and plan(standings(rows)) == needs:
+                        return needs
+                    await driver.execute(_UNHOLD, ids, call_id)
+        if rows is None:
+            rows = await driver.fetch(
+                _RESERVE, ids, starts, rates, amounts, None, call_id, None, lease_until, now
+            )
+            _remember(key, rows)
+        for _ in range(_RESERVE_TRIES):
+            if not all(row["counted"] for row in rows):
+                return None
+            needs = plan(standings(rows))
+            rows = await driver.fetch(
+                _RESERVE, ids, starts, rates, amounts, [needs[i] for i in ids], call_id, record,
+                lease_until, now,
+            )  # fmt: skip
+            _remember(key, rows)
+            if rows[0]["admitted"]:
+                return needs
+    return None  # others kept changing what is left: the locked transaction decides
+
+
+# What each set of limits had at its last reservation here (the function's rows): the next call's
+# first decision, which the function then checks under the locks. Bounded: callers' limits vary.
+_LAST_SEEN: dict[tuple[uuid.UUID, ...], Sequence[Any]] = {}
+_LAST_SEEN_MAX = 10_000
+_UNHOLD = "DELETE FROM limit_holds WHERE limit_id = ANY($1::uuid[]) AND call_id = $2"
+
+
+def _remember(key: tuple[uuid.UUID, ...], rows: Sequence[Any]) -> None:
+    if len(_LAST_SEEN) >= _LAST_SEEN_MAX:
+        _LAST_SEEN.clear()
+    _LAST_SEEN[key] = rows
