@@ -40,6 +40,12 @@ def provider_base(fake_provider: Any, provider: str) -> str:
     return f"{fake_provider.base_url}/v1" if provider == "openai" else fake_provider.base_url
 
 
+def records_of_model(user: User, model: str) -> list[dict[str, Any]]:
+    """The user's usage records of `model` (tests give each a model of its own: unique_model)."""
+    data: list[dict[str, Any]] = user.client.get("/usage/me", params={"limit": 500}).json()["data"]
+    return [r for r in data if r["model"] == model]
+
+
 def make_caller(
     gateway: Gateway,
     fake_provider: Any,

@@ -6,8 +6,6 @@ count (not an estimate)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import anthropic
 import httpx
 import openai
@@ -17,7 +15,7 @@ from tests.conftest import GatewayFactory, default_test_config
 from tests.fakes import anthropic_wire, gemini_wire, openai_wire
 from tests.fakes.provider import FakeProvider
 from tests.fakes.script import Script
-from tests.llm.conftest import add_credential, provider_base, unique_model
+from tests.llm.conftest import add_credential, provider_base, records_of_model, unique_model
 from tests.support.gateway import Gateway, User
 
 HI = [{"role": "user", "content": "hi"}]
@@ -35,11 +33,6 @@ def user(gateway: Gateway, fake_provider: FakeProvider) -> User:
     for provider in ("openai", "anthropic", "gemini"):
         add_credential(made, provider, provider_base(fake_provider, provider))
     return made
-
-
-def records(user: User, model: str) -> list[dict[str, Any]]:
-    data: list[dict[str, Any]] = user.client.get("/usage/me", params={"limit": 500}).json()["data"]
-    return [r for r in data if r["model"] == model]
 
 
 def sdk(gateway: Gateway, user: User) -> openai.OpenAI:
@@ -92,9 +85,9 @@ def test_an_openai_error_chunk_reaches_the_client_as_it_came_and_is_recorded_as_
         stream_texts(client, f"gemini/{adapted}")
     client.close()
 
-    [reference] = records(user, adapted)
+    [reference] = records_of_model(user, adapted)
     assert (reference["status"], reference["error_code"]) == ("error", "LLM_FAILED")
-    first, second = records(user, relayed)
+    first, second = records_of_model(user, relayed)
     for record in (first, second):
         assert (record["status"], record["endpoint"], record["stream"]) == ("error", "chat.completions", True)
         assert record["error_code"] == reference["error_code"]
@@ -111,7 +104,7 @@ def test_a_rate_limit_error_chunk_is_recorded_as_a_rate_limit(
         stream_texts(client, f"openai/{model}")
     client.close()
     assert "Rate limit reached" in str(raised.value)
-    [record] = records(user, model)
+    [record] = records_of_model(user, model)
     assert (record["status"], record["error_code"]) == ("error", "RATE_LIMITED")
 
 
@@ -124,7 +117,7 @@ def test_content_that_says_error_is_content(
     client = sdk(gateway, user)
     assert "".join(stream_texts(client, f"openai/{model}")) == reply
     client.close()
-    [record] = records(user, model)
+    [record] = records_of_model(user, model)
     assert (record["status"], record["error_code"], record["prompt_tokens"]) == ("ok", None, 11)
 
 
@@ -158,6 +151,6 @@ def test_a_failure_in_the_same_read_as_the_usage_before_it_keeps_the_providers_c
     client.close()
 
     for model in (relayed, adapted):
-        [record] = records(user, model)
+        [record] = records_of_model(user, model)
         assert (record["status"], record["prompt_tokens"]) == ("error", 1234), record
         assert record["usage_estimated"] is False

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import GatewayFactory, default_test_config
 from tests.fakes import anthropic_wire
 from tests.fakes.provider import FakeProvider
-from tests.llm.conftest import add_credential, provider_base, unique_model
+from tests.llm.conftest import add_credential, provider_base, records_of_model, unique_model
 from tests.support.gateway import Gateway, User
 
 KINDS = ("anthropic", "openai", "gemini", "mistral")
@@ -58,11 +58,6 @@ def client(gateway: Gateway, user: User) -> Iterator[anthropic.Anthropic]:
     sdk.close()
 
 
-def records(user: User, model: str) -> list[dict[str, Any]]:
-    data = user.client.get("/usage/me", params={"limit": 500}).json()["data"]
-    return [r for r in data if r["model"] == model]
-
-
 def sse_events(raw: bytes) -> list[tuple[str, dict[str, Any]]]:
     """(event name, data) for each event of an SSE body; asserts every event names its data's type."""
     events = []
@@ -92,7 +87,7 @@ def test_a_message_answers_in_anthropics_shape_and_is_metered_as_messages(
     assert raw.headers["x-switchboard-model"] == f"{kind}/{model}"
     [seen] = fake_provider.received(model)
     assert seen.api_key not in (None, user.token)  # the caller's own key never reaches the provider
-    [record] = records(user, model)
+    [record] = records_of_model(user, model)
     assert (record["endpoint"], record["status"], record["provider"]) == ("messages", "ok", kind)
     assert (record["prompt_tokens"], record["completion_tokens"]) == (21, 3)
 
@@ -141,7 +136,7 @@ def test_an_anthropic_stream_is_relayed_as_it_came(
         raw = response.read()
     [seen] = fake_provider.received(model)
     assert raw == b"".join(seen.sent)
-    assert records(user, model)[0]["completion_tokens"] == 12
+    assert records_of_model(user, model)[0]["completion_tokens"] == 12
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -157,7 +152,7 @@ def test_a_stream_follows_anthropics_event_grammar_and_accumulates_in_the_sdk(
     assert final.stop_reason == "end_turn"
     if kind != "mistral":  # litellm counts a mistral stream itself, rather than asking for its usage
         assert (final.usage.input_tokens, final.usage.output_tokens) == (9, 4)
-    [record] = records(user, model)
+    [record] = records_of_model(user, model)
     assert (record["endpoint"], record["status"], record["stream"]) == ("messages", "ok", True)
     # The wire itself: message_start first, message_delta then message_stop last, no [DONE].
     with httpx.stream(
@@ -249,7 +244,7 @@ def test_count_tokens_is_relayed_to_anthropic_and_counted_here_otherwise_without
     else:
         assert 40 <= counted.input_tokens <= 60  # "hello " is one token, plus the system and framing
         assert seen == []  # no provider is asked
-    assert records(user, model) == []  # a count is no completion: nothing is metered
+    assert records_of_model(user, model) == []  # a count is no completion: nothing is metered
 
 
 def test_errors_are_anthropics_typed_errors(
@@ -359,7 +354,7 @@ def test_an_idempotent_retry_replays_the_stream_without_a_second_call(
     assert first.content == again.content and again.headers["idempotent-replayed"] == "true"
     assert first.content.endswith(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
     assert len(fake_provider.received(model)) == 1
-    assert len(records(user, model)) == 1
+    assert len(records_of_model(user, model)) == 1
 
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])
@@ -375,7 +370,7 @@ def test_a_client_leaving_mid_stream_cancels_the_provider_call(
         next(response.iter_bytes())
     assert fake_provider.wait_disconnect_sync(model, timeout=5) is not None
     for _ in range(50):
-        found = records(user, model)
+        found = records_of_model(user, model)
         if found:
             break
     assert found and found[0]["status"] == "cancelled"

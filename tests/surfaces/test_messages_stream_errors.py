@@ -4,8 +4,6 @@ gateway's own Anthropic adapter records for the same event."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import anthropic
 import httpx
 import openai
@@ -14,7 +12,7 @@ import pytest
 from tests.conftest import GatewayFactory, default_test_config
 from tests.fakes.anthropic_wire import error_event, message, stream_of, text
 from tests.fakes.provider import FakeProvider
-from tests.llm.conftest import add_credential, provider_base, unique_model
+from tests.llm.conftest import add_credential, provider_base, records_of_model, unique_model
 from tests.support.gateway import Gateway, User
 
 HI = [{"role": "user", "content": "hi"}]
@@ -31,11 +29,6 @@ def user(gateway: Gateway, fake_provider: FakeProvider) -> User:
     made = gateway.user()
     add_credential(made, "anthropic", provider_base(fake_provider, "anthropic"))
     return made
-
-
-def records(user: User, model: str) -> list[dict[str, Any]]:
-    data: list[dict[str, Any]] = user.client.get("/usage/me", params={"limit": 500}).json()["data"]
-    return [r for r in data if r["model"] == model]
 
 
 def script_broken_stream(fake_provider: FakeProvider, model: str) -> None:
@@ -77,8 +70,8 @@ def test_an_error_event_in_a_relayed_stream_reaches_the_client_once_and_is_recor
         list(chat.chat.completions.create(model=f"anthropic/{adapted}", messages=HI, stream=True))  # type: ignore[arg-type]
     chat.close()
 
-    first, second = records(user, relayed)
-    [reference] = records(user, adapted)
+    first, second = records_of_model(user, relayed)
+    [reference] = records_of_model(user, adapted)
     assert reference["status"] == "error" and reference["error_code"]
     for record in (first, second):
         assert (record["status"], record["endpoint"], record["stream"]) == ("error", "messages", True)

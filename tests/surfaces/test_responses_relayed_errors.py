@@ -14,7 +14,7 @@ from tests.conftest import GatewayFactory, default_test_config
 from tests.fakes import responses_wire
 from tests.fakes.provider import FakeProvider
 from tests.fakes.script import Script
-from tests.llm.conftest import add_credential, provider_base, unique_model
+from tests.llm.conftest import add_credential, provider_base, records_of_model, unique_model
 from tests.support.gateway import Gateway, User
 
 COUNTED = Script(prompt_tokens=321, completion_tokens=2)
@@ -30,11 +30,6 @@ def user(gateway: Gateway, fake_provider: FakeProvider) -> User:
     made = gateway.user()
     add_credential(made, "openai", provider_base(fake_provider, "openai"))
     return made
-
-
-def records(user: User, model: str) -> list[dict[str, Any]]:
-    data: list[dict[str, Any]] = user.client.get("/usage/me", params={"limit": 500}).json()["data"]
-    return [r for r in data if r["model"] == model]
 
 
 def started(model: str) -> list[bytes]:
@@ -81,12 +76,12 @@ def test_a_failed_response_reaches_the_client_as_it_came_and_is_recorded_as_the_
     assert raw.endswith(failed) and raw.count(b"event: response.failed") == 1
     assert b"event: error" not in raw and b"response.completed" not in raw
 
-    for record in records(user, model):
+    for record in records_of_model(user, model):
         assert (record["status"], record["endpoint"], record["stream"]) == ("error", "responses", True)
         assert record["error_code"] == "LLM_FAILED"
         # The failed response's own count, not an estimate.
         assert (record["prompt_tokens"], record["completion_tokens"]) == (321, 2)
-    assert len(records(user, model)) == 2
+    assert len(records_of_model(user, model)) == 2
 
 
 def test_an_error_event_reaches_the_client_as_it_came_and_is_recorded_with_its_kind(
@@ -101,7 +96,7 @@ def test_an_error_event_reaches_the_client_as_it_came_and_is_recorded_with_its_k
     assert (events[-1].code, events[-1].sequence_number) == ("rate_limit_exceeded", 6)
     assert raw.endswith(error) and raw.count(b"event: error") == 1
 
-    found = records(user, model)
+    found = records_of_model(user, model)
     assert len(found) == 2
     for record in found:
         assert (record["status"], record["error_code"]) == ("error", "RATE_LIMITED")
