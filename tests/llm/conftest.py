@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,10 +41,17 @@ def provider_base(fake_provider: Any, provider: str) -> str:
     return f"{fake_provider.base_url}/v1" if provider == "openai" else fake_provider.base_url
 
 
-def records_of_model(user: User, model: str) -> list[dict[str, Any]]:
-    """The user's usage records of `model` (tests give each a model of its own: unique_model)."""
-    data: list[dict[str, Any]] = user.client.get("/usage/me", params={"limit": 500}).json()["data"]
-    return [r for r in data if r["model"] == model]
+def records_of_model(user: User, model: str, count: int = 1) -> list[dict[str, Any]]:
+    """The user's usage records of `model` (tests give each a model of its own: unique_model), once
+    there are at least `count` of them or 10 s have passed. A stream's record is written as the
+    gateway's side unwinds, which can be after its client has read the last event and moved on."""
+    deadline = time.monotonic() + 10
+    while True:
+        data: list[dict[str, Any]] = user.client.get("/usage/me", params={"limit": 500}).json()["data"]
+        found = [r for r in data if r["model"] == model]
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
 
 
 def make_caller(

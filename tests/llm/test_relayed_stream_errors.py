@@ -87,7 +87,7 @@ def test_an_openai_error_chunk_reaches_the_client_as_it_came_and_is_recorded_as_
 
     [reference] = records_of_model(user, adapted)
     assert (reference["status"], reference["error_code"]) == ("error", "LLM_FAILED")
-    first, second = records_of_model(user, relayed)
+    first, second = records_of_model(user, relayed, count=2)
     for record in (first, second):
         assert (record["status"], record["endpoint"], record["stream"]) == ("error", "chat.completions", True)
         assert record["error_code"] == reference["error_code"]

@@ -70,7 +70,7 @@ def test_an_error_event_in_a_relayed_stream_reaches_the_client_once_and_is_recor
         list(chat.chat.completions.create(model=f"anthropic/{adapted}", messages=HI, stream=True))  # type: ignore[arg-type]
     chat.close()
 
-    first, second = records_of_model(user, relayed)
+    first, second = records_of_model(user, relayed, count=2)
     [reference] = records_of_model(user, adapted)
     assert reference["status"] == "error" and reference["error_code"]
     for record in (first, second):

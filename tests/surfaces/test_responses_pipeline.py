@@ -3,32 +3,17 @@ routing across a relayed and a translated provider, cancellation and mid-stream 
 
 from __future__ import annotations
 
-import time
 import uuid
-from typing import Any
 
 import openai
 import pytest
 
 from tests.fakes.provider import FakeProvider
-from tests.llm.conftest import Caller, unique_model
+from tests.llm.conftest import Caller, records_of_model, unique_model
 from tests.support.gateway import Gateway, User
 from tests.surfaces.responses_sse import check_grammar, parse, types
 
 PRICES = {"input_per_mtok": "0.15", "output_per_mtok": "0.60"}
-
-
-def records_of(caller: Caller, model: str) -> list[dict[str, Any]]:
-    data = caller.user.client.get("/usage/me", params={"limit": 500}).json()["data"]
-    return [r for r in data if r["model"] == model]
-
-
-def wait_records(caller: Caller, model: str, count: int = 1) -> list[dict[str, Any]]:
-    """A cancelled call is settled as it unwinds, after its client has gone."""
-    deadline = time.monotonic() + 10
-    while len(found := records_of(caller, model)) < count and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return found
 
 
 @pytest.fixture
@@ -53,7 +38,7 @@ def test_an_idempotency_key_replays_the_answer_without_a_second_call(
         check_grammar(events, relayed=kind == "openai")
         assert events[-1]["type"] == "response.completed"  # the held-back last event is replayed too
     assert len(fake_provider.received(model)) == 1
-    assert len(records_of(caller, model)) == 1
+    assert len(records_of_model(caller.user, model)) == 1
     other = caller.user.client.post("/v1/responses", json={**body, "input": "other"}, headers=headers)
     assert other.status_code == 400
     assert other.json()["error"]["code"] == "idempotency_conflict"
@@ -124,8 +109,8 @@ def test_a_failing_relayed_provider_falls_back_to_a_translated_one(
     assert answer.headers["x-switchboard-model"] == f"anthropic/{spare}"
     final = parse(answer.content)[-1]["response"] if stream else answer.json()
     assert final["output"][0]["content"][0]["text"] == "From the spare."
-    [failed] = records_of(caller, down)
-    [ok] = records_of(caller, spare)
+    [failed] = records_of_model(caller.user, down)
+    [ok] = records_of_model(caller.user, spare)
     assert (failed["status"], failed["attempt"], failed["endpoint"]) == ("error", 1, "responses")
     assert (ok["status"], ok["attempt"], ok["endpoint"]) == ("ok", 2, "responses")
     assert failed["request_id"] == ok["request_id"]
@@ -142,7 +127,7 @@ def test_a_client_that_leaves_a_stream_cancels_the_provider_call(
     ) as answer:
         assert next(line for line in answer.iter_lines() if line.startswith("data: "))
     assert fake_provider.wait_disconnect_sync(model, timeout=5) is not None
-    [record] = wait_records(caller, model)
+    [record] = records_of_model(caller.user, model)
     assert (record["status"], record["endpoint"]) == ("cancelled", "responses")
 
 
@@ -163,7 +148,7 @@ def test_a_stream_that_breaks_off_ends_with_numbered_error_events(
     assert "response.completed" not in types(events)
     numbers = [e["sequence_number"] for e in events]
     assert numbers == sorted(set(numbers))  # strictly increasing, the gateway's event included
-    [record] = wait_records(caller, model)
+    [record] = records_of_model(caller.user, model)
     assert (record["status"], record["endpoint"]) == ("error", "responses")
 
 
@@ -197,5 +182,5 @@ def test_an_agent_selector_puts_the_agents_prompt_and_cap_in_responses_terms(
         assert "messages" not in sent.body and "max_tokens" not in sent.body
     else:
         assert sent.body["max_tokens"] == 321
-    [record] = records_of(caller, model)
+    [record] = records_of_model(caller.user, model)
     assert record["agent_id"] == spec["id"] and record["endpoint"] == "responses"

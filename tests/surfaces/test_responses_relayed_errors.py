@@ -76,7 +76,7 @@ def test_a_failed_response_reaches_the_client_as_it_came_and_is_recorded_as_the_
     assert raw.endswith(failed) and raw.count(b"event: response.failed") == 1
     assert b"event: error" not in raw and b"response.completed" not in raw
 
-    for record in records_of_model(user, model):
+    for record in records_of_model(user, model, count=2):
         assert (record["status"], record["endpoint"], record["stream"]) == ("error", "responses", True)
         assert record["error_code"] == "LLM_FAILED"
         # The failed response's own count, not an estimate.
@@ -96,7 +96,7 @@ def test_an_error_event_reaches_the_client_as_it_came_and_is_recorded_with_its_k
     assert (events[-1].code, events[-1].sequence_number) == ("rate_limit_exceeded", 6)
     assert raw.endswith(error) and raw.count(b"event: error") == 1
 
-    found = records_of_model(user, model)
+    found = records_of_model(user, model, count=2)
     assert len(found) == 2
     for record in found:
         assert (record["status"], record["error_code"]) == ("error", "RATE_LIMITED")
