@@ -37,9 +37,9 @@ class SwitchboardError(Exception):
         if code is not None:
             self.code = code  # type: ignore[misc]
         self.openai_extra: dict[str, Any] = {}
-        # A provider's own error event that was relayed to the client as it came (a byte relay's
-        # stream): the gateway renders no second one.
-        self.relayed = False
+        # A byte relay's stream: the provider's own error event, exactly as it came. The stream
+        # that relays the provider's format sends it, as its last event, once the call is settled.
+        self.provider_event = b""
 
 
 class BadRequest(SwitchboardError):

@@ -211,3 +211,18 @@ def stream_error(message: str, type_: str = "server_error", code: str | int | No
     spacing: Python's json.dumps, not orjson's compact form), e.g. on overload."""
     payload = {"error": {"message": message, "type": type_, "param": None, "code": code}}
     return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+
+def openrouter_stream_error(call_id: str, model: str, code: int, message: str) -> bytes:
+    """OpenRouter's mid-stream failure (its documented shape): an ordinary chunk, HTTP 200 already
+    sent, with a top-level `error` whose `code` is an HTTP status, and `"finish_reason":"error"`."""
+    payload = {
+        "id": call_id,
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": model,
+        "provider": "OpenAI",
+        "error": {"code": code, "message": message},
+        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+    }
+    return sse(payload)

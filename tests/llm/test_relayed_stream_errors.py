@@ -154,3 +154,35 @@ def test_a_failure_in_the_same_read_as_the_usage_before_it_keeps_the_providers_c
         [record] = records_of_model(user, model)
         assert (record["status"], record["prompt_tokens"]) == ("error", 1234), record
         assert record["usage_estimated"] is False
+
+
+@pytest.mark.parametrize("usage_null", [False, True], ids=["openrouter", "with-usage-null"])
+def test_openrouters_error_chunk_mid_stream_ends_the_stream_and_is_recorded_as_the_failure(
+    usage_null: bool, gateway: Gateway, user: User, fake_provider: FakeProvider
+) -> None:
+    """OpenRouter reports a failure after the first tokens as an ordinary chunk with a top-level
+    `error` (its `code` an HTTP status) and `"finish_reason":"error"`; with or without OpenAI's
+    trailing `"usage":null`, the gateway's fast path must not take it for content."""
+    model = unique_model("openrouter")
+    error = openai_wire.openrouter_stream_error("gen-1", model, 502, "Provider disconnected unexpectedly")
+    if usage_null:
+        error = error.removesuffix(b"}\n\n") + b',"usage":null}\n\n'
+    fake_provider.script(model, answer_events=[*chat_chunks(model, "Hel lo"), error, b"data: [DONE]\n\n"])
+    client = sdk(gateway, user)
+    texts: list[str] = []
+    with pytest.raises(openai.APIError) as raised:
+        for chunk in client.chat.completions.create(model=f"openai/{model}", messages=HI, stream=True):  # type: ignore[arg-type]
+            texts.extend(c.delta.content for c in chunk.choices if c.delta.content)
+    client.close()
+    assert texts == ["Hel ", "lo"] and "Provider disconnected" in str(raised.value)
+    with httpx.stream(
+        "POST",
+        f"{gateway.url}/v1/chat/completions",
+        json={"model": f"openai/{model}", "messages": HI, "stream": True},
+        headers={"authorization": f"Bearer {user.token}"},
+    ) as response:
+        raw = response.read()
+    assert raw.endswith(error) and raw.count(b'"error"') == 2  # the key, and the finish reason
+    assert b"[DONE]" not in raw
+    for record in records_of_model(user, model, count=2):
+        assert (record["status"], record["error_code"]) == ("error", "LLM_FAILED")

@@ -144,8 +144,10 @@ async def relay_json(state: Any, call: PreparedCall, kind: str) -> Response:
 
 
 def _error_event(error: BaseException) -> bytes:
-    if isinstance(error, SwitchboardError) and error.relayed:
-        return b""  # the provider's own error chunk ended the stream as it came (upstream/sse.py)
+    """A chat or text-completion stream's last event when it broke off after it began: the
+    provider's own error chunk as it came (upstream/sse.py), else the gateway's."""
+    if isinstance(error, SwitchboardError) and error.provider_event:
+        return error.provider_event
     if isinstance(error, SwitchboardError):
         payload = {
             "error": {
@@ -239,7 +241,6 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
         except Exception as error:
             outcome_status, error_code = "error", error_code_of(error)
             failure = error
-            yield stream.error_event(error) if isinstance(stream, SurfaceStream) else _error_event(error)
         finally:
             telemetry.stream_closed(state)
             attempts.done(failure)
@@ -263,10 +264,12 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
                     usage_estimated=estimated,
                 )
                 await settle(state, call, outcome, stored)
-        if outcome_status != "ok":
-            return
         # The record, the limits' settlement and the replayable answer are committed (above)
-        # before [DONE] (or a surface's own last event) goes out.
+        # before the stream's last event goes out: [DONE], a surface's own last event, or the
+        # error event (the provider's as it came, or the gateway's). A cancelled stream re-raised.
+        if failure is not None:
+            yield stream.error_event(failure) if isinstance(stream, SurfaceStream) else _error_event(failure)
+            return
         state.credentials.touch(call.credential)
         yield _ending(stream)
 

@@ -21,7 +21,6 @@ from switchboard.surfaces.stream import SurfaceStream
 from switchboard.upstream.types import StreamEvent, UpstreamStream, Usage
 
 MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
-_ERROR_EVENT = b"event: error"
 
 
 def event(payload: dict[str, Any]) -> bytes:
@@ -176,12 +175,13 @@ class MessagesStream(SurfaceStream):
 class HeldStop(SurfaceStream):
     """An `anthropic` provider's own events, byte for byte, but for its message_stop: held as `end`,
     which the relay reads once the stream is over (none when the provider broke off without one).
-    A provider `error` event is relayed too, and the failure it ends the stream with
-    (upstream/native.py) adds no second one."""
+    A provider `error` event ends the stream as a failure that carries it (upstream/native.py): it
+    goes out as it came, as the stream's last event, once the call is settled. Any event before it
+    (`message_start`, a `ping`) has begun the stream; an error before every event is the attempt's
+    failure, and the call moves on to its next route (SPEC §14)."""
 
     def __init__(self, native: UpstreamStream) -> None:
         self._native = native
-        self._told = False  # the provider's own error event went out
 
     async def __anext__(self) -> StreamEvent:
         while True:
@@ -199,12 +199,11 @@ class HeldStop(SurfaceStream):
         await self._native.aclose()
 
     def error_event(self, error: BaseException) -> bytes:
-        return b"" if self._told else error_event(error)
+        if isinstance(error, SwitchboardError) and error.provider_event:
+            return error.provider_event
+        return error_event(error)
 
     def _holds(self, found: StreamEvent) -> bool:
-        if found.data.startswith(_ERROR_EVENT):
-            self._told = True
-            return False
         if b"message_stop" not in found.data:  # text deltas pass without a parse
             return False
         for line in found.data.splitlines():

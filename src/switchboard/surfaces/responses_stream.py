@@ -18,10 +18,10 @@ from switchboard.surfaces.stream import SurfaceStream
 from switchboard.upstream.types import StreamEvent, UpstreamStream
 
 _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
-# How OpenAI opens the events that end a response (its `event:` line comes first). A failed one is
-# relayed at once, as its `error` event is: the provider's failure follows it (upstream/native.py).
+# How OpenAI opens the events that end a response (its `event:` line comes first). A failed one
+# (`response.failed`, or an `error` event) is no event here: it is the failure's `provider_event`
+# (upstream/native.py), which the pipeline sends once the call is settled.
 _FINAL = (b"event: response.completed", b"event: response.incomplete")
-_FAILED = (b"event: response.failed", b"event: error")
 
 
 def failure_of(error: BaseException) -> tuple[str, str]:
@@ -84,13 +84,12 @@ class ResponsesStream(SurfaceStream):
 class RelayedResponses(SurfaceStream):
     """The provider's Responses events as they came, but its final one (`response.completed` or
     `.incomplete`) held back as `end`; the last `sequence_number` is noted, so that a failure the
-    gateway reports follows on from it. The provider's own `response.failed` or `error` goes out as
-    it came, and the failure it ends the stream with adds no second one."""
+    gateway reports follows on from it. The provider's own `response.failed` or `error` ends the
+    stream as the failure that carries it: it goes out as it came."""
 
     def __init__(self, relayed: UpstreamStream) -> None:
         self._relayed = relayed
         self._last = -1
-        self._told = False  # the provider's own failure event went out
 
     def _note(self, event: StreamEvent) -> StreamEvent:
         data = event.data
@@ -101,8 +100,6 @@ class RelayedResponses(SurfaceStream):
         if data.startswith(_FINAL):
             self.end += data
             return StreamEvent(b"")
-        if data.startswith(_FAILED):
-            self._told = True
         return event
 
     async def __anext__(self) -> StreamEvent:
@@ -117,8 +114,8 @@ class RelayedResponses(SurfaceStream):
         return events
 
     def error_event(self, error: BaseException) -> bytes:
-        if self._told:
-            return b""
+        if isinstance(error, SwitchboardError) and error.provider_event:
+            return error.provider_event
         code, message = failure_of(error)
         payload: dict[str, Any] = {"type": "error", "code": code, "message": message, "param": None}
         payload["sequence_number"] = self._last + 1

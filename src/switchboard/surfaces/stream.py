@@ -16,4 +16,6 @@ class SurfaceStream(UpstreamStream):
 
     @abstractmethod
     def error_event(self, error: BaseException) -> bytes:
-        """The events that tell the client the stream broke off after it started."""
+        """The events that tell the client the stream broke off after it started, sent once the
+        call is settled. A stream that relays its provider's own format sends the provider's error
+        event as it came (the failure's `provider_event`); one that translates renders its own."""

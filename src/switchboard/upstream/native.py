@@ -2,8 +2,9 @@
 `anthropic` credential, OpenAI Responses to an `openai` one. The body goes out with only `model`
 changed, the answer comes back byte for byte; only the usage is read on the way (and, while tracing
 is on, the finish reasons, from the same parsed events). A provider's error event (Anthropic's
-`error`; OpenAI Responses' `error` or `response.failed`) is relayed as it came and then ends the stream
-as the provider's failure, so that the call is recorded as failed.
+`error`; OpenAI Responses' `error` or `response.failed`) ends the stream as the provider's failure,
+which carries the event's bytes (`provider_event`): the surface sends them as they came once the call
+is settled, or, when the error was the stream's first event, the call moves on to its next route.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ def _responses_reasons(response: dict[str, Any]) -> list[str]:
 
 
 class _RelayedEvents:
-    """The provider's events as they came (each with its blank line), the usage read on the way."""
+    """The provider's events as they came (each with its blank line), the usage read on the way, up to
+    the provider's error event, which is not returned: it is the failure's `provider_event`."""
 
     __slots__ = ("_buffer", "_read", "done", "failure", "usage")
 
@@ -86,38 +88,46 @@ class _RelayedEvents:
         self._read = read
         self.done = False
         self.usage: Usage | None = None
-        # The provider's error event, already relayed: raised after it, so the call ends as failed.
+        # The provider's error event: raised once the events before it have gone out, so that the
+        # call ends as failed; nothing after it is read.
         self.failure: SwitchboardError | None = None
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
+        if self.failure is not None:
+            return []
         buffer = self._buffer + chunk if self._buffer else chunk
         events: list[StreamEvent] = []
         start = 0
         while (found := _BOUNDARY.search(buffer, start)) is not None:
             self._event(buffer[start : found.end()], events)
             start = found.end()
+            if self.failure is not None:
+                start = len(buffer)
+                break
         self._buffer = buffer[start:]
         return events
 
     def flush(self) -> list[StreamEvent]:
         rest, self._buffer = self._buffer, b""
         events: list[StreamEvent] = []
-        if rest.strip():
+        if rest.strip() and self.failure is None:
             self._event(rest + b"\n\n", events)
         return events
 
     def _event(self, raw: bytes, events: list[StreamEvent]) -> None:
+        # Only the few events that carry usage or an error are parsed; text deltas pass untouched.
+        if b"usage" in raw or b"error" in raw:
+            lines = [line[5:] for line in raw.splitlines() if line.startswith(b"data:")]
+            try:
+                payload = orjson.loads(b"\n".join(lines)) if lines else None
+            except orjson.JSONDecodeError:
+                payload = None
+            if isinstance(payload, dict):
+                self._read(self, payload)
+                if self.failure is not None:
+                    self.failure.provider_event = raw
+                    return
         events.append(StreamEvent(raw))
-        # Only the few events that carry usage are parsed; text deltas pass untouched.
-        if b"usage" not in raw and b"error" not in raw:
-            return
-        lines = [line[5:] for line in raw.splitlines() if line.startswith(b"data:")]
-        try:
-            payload = orjson.loads(b"\n".join(lines)) if lines else None
-        except orjson.JSONDecodeError:
-            return
-        if isinstance(payload, dict):
-            self._read(self, payload)
 
 
 def _read_anthropic(events: _RelayedEvents, payload: dict[str, Any]) -> None:
@@ -155,9 +165,9 @@ def _read_responses(events: _RelayedEvents, payload: dict[str, Any]) -> None:
             events.usage = responses_usage(usage)
         if tracing.ON and isinstance(response, dict):
             telemetry.answer_finished(_responses_reasons(response))
-        if kind == "response.failed" and events.failure is None:
+        if kind == "response.failed":
             events.failure = provider_errors.in_stream(response.get("error"))
-    elif kind == "error" and events.failure is None:
+    elif kind == "error":
         # OpenAI's stream error event: {"type": "error", "code", "message", "param"}.
         error = {"code": payload.get("code"), "message": payload.get("message")}
         events.failure = provider_errors.in_stream(error)

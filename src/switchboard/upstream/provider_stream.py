@@ -31,7 +31,9 @@ class EventSource(Protocol):
 
     @property
     def failure(self) -> SwitchboardError | None:
-        """The provider's in-stream error, raised once the events before it have gone out."""
+        """The provider's in-stream error, raised once the events before it have gone out (on the
+        first `__anext__` when none came before it: the call may then move on to its next route).
+        Its `provider_event` holds a byte relay's error event, which `feed` did not return."""
         ...
 
     def feed(self, chunk: bytes) -> list[StreamEvent]: ...

@@ -13,6 +13,10 @@ from switchboard.upstream.types import StreamEvent, Usage
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _NULL_USAGE = (b'"usage":null', b'"usage": null')
 _NULL_USAGE_LAST = b'"usage":null}\n\n'
+# Where a chunk's last choice's last value ends, when `choices` is its last key or is followed only by
+# `"usage":null`: a string there (`"stop"`, `"error"`) marks a finish chunk.
+_LAST_CHOICE_VALUE = -len(b"}]}\n\n") - 1
+_LAST_CHOICE_VALUE_NULL_USAGE = -len(b'}],"usage":null}\n\n') - 1
 _DONE = (b"data: [DONE]", b"data:[DONE]")
 _new_event = tuple.__new__  # StreamEvent(raw) without the Python-level __new__ a NamedTuple adds
 
@@ -20,9 +24,11 @@ _new_event = tuple.__new__  # StreamEvent(raw) without the Python-level __new__ 
 class EventSplitter:
     """Feed it byte chunks as they arrive; it returns the whole events completed so far, each exactly
     as the provider sent it. `[DONE]`, comments and blank keep-alives are not returned; `done` and
-    `usage` record what they and the usage chunk said. A chunk whose payload is an `error` (as OpenAI
-    and compatible servers report a failure inside a 200 stream) is returned as it came and ends the
-    stream: `failure` is then raised after it, so that the call is recorded as failed."""
+    `usage` record what they and the usage chunk said. A chunk with a top-level `error` (as OpenAI,
+    OpenRouter and compatible servers report a failure inside a 200 stream) ends the stream and is
+    not returned: it becomes `failure`, with the chunk's bytes as its `provider_event`, which the
+    pipeline sends as the stream's last event once the call is settled (llm/relay.py), or, when no
+    event came before it, never: the call then moves on to its next route (SPEC §14)."""
 
     __slots__ = ("_buffer", "done", "failure", "usage")
 
@@ -44,12 +50,18 @@ class EventSplitter:
             raw = part + b"\n\n"
             # Almost every event is one `data: {…}` chunk without usage, or with OpenAI's
             # `"usage":null` as its last key: relayed without a look inside, and built as a bare
-            # tuple (the cheapest object there is). An error chunk is `data: {"error"…`: one whose
-            # first key starts with an `e` (byte 101 at index 8) is looked at in _classify.
+            # tuple (the cheapest object there is). An error chunk is OpenAI's `data: {"error"…`,
+            # whose first key starts with an `e` (byte 101 at index 8), or OpenRouter's ordinary
+            # chunk with a top-level `error` and `"finish_reason":"error"` as its last choice's last
+            # field: one whose choices end on a string (byte 34 before `}]}` or `}],"usage":null}`,
+            # a finish chunk, once a choice) is looked at in _classify too.
             if (
                 raw[:7] == b"data: {"
                 and raw[8] != 101
-                and (raw.endswith(_NULL_USAGE_LAST) or b'"usage"' not in raw)
+                and (
+                    (raw.endswith(_NULL_USAGE_LAST) and raw[_LAST_CHOICE_VALUE_NULL_USAGE] != 34)
+                    or (raw[_LAST_CHOICE_VALUE] != 34 and b'"usage"' not in raw)
+                )
             ):
                 events.append(_new_event(StreamEvent, (raw, False)))
             else:
@@ -92,9 +104,10 @@ class EventSplitter:
         if b'"error"' in body:
             payload = _payload(body)
             if isinstance(payload, dict) and payload.get("error"):
-                events.append(StreamEvent(raw))
+                if isinstance(payload.get("usage"), dict):  # what the provider counted before failing
+                    self.usage = Usage.from_openai(payload["usage"])
                 self.failure = provider_errors.in_stream(payload["error"])
-                self.failure.relayed = True
+                self.failure.provider_event = raw
                 self.done = True  # nothing after it reaches the client
                 return
         # Most chunks carry no usage (or `"usage":null` when include_usage is on): skip the parse.
