@@ -31,11 +31,12 @@ async def postgres_ledger() -> AsyncIterator[WriteTransactions]:
     await _create_pg(name)
     base = POSTGRES_ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
     engine = make_engine(f"{base}/{name}")
+    transactions = WriteTransactions(engine)
     try:
         await upgrade(engine)
-        transactions = WriteTransactions(engine)
         yield transactions
     finally:
+        await transactions.aclose()
         await engine.dispose()
         await _drop_pg(name)
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections import namedtuple
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from sqlalchemy import Uuid
 from sqlalchemy.engine import Dialect
+
+from switchboard.db.types import UTCDateTime
 
 S = TypeVar("S")
 _READY: dict[int, object] = {}  # id → the statement itself, kept so that its id is never reused
@@ -43,6 +46,22 @@ class DriverResult:
 
 
 _Processor = Callable[[Any], Any]
+_NOTHING = object()
+
+
+def _remembering(kind: Any, process: _Processor | None) -> _Processor | None:
+    """A processor of immutable values (times, UUIDs) that remembers its last conversion: a limit's id,
+    a window's start or a lease given again, as the same object, is not converted again."""
+    if process is None or not isinstance(kind, (UTCDateTime, Uuid)):
+        return process
+    last: list[Any] = [_NOTHING, None]
+
+    def remembered(value: Any) -> Any:
+        if value is not last[0]:
+            last[0], last[1] = value, process(value)
+        return last[1]
+
+    return remembered
 
 
 class DriverStatement:
@@ -55,14 +74,14 @@ class DriverStatement:
             name: binds[name].effective_value for name in self._order if not binds[name].required
         }
         processors: Mapping[str, _Processor] = compiled._bind_processors
-        self._processors = [processors.get(name) for name in self._order]
+        self._processors = [_remembering(binds[name].type, processors.get(name)) for name in self._order]
         columns = compiled._result_columns
-        self._row_type = (
-            namedtuple("Row", [entry.keyname for entry in columns], rename=True) if columns else None  # type: ignore[misc]
-        )
-        self._readers: list[_Processor | None] = [
-            entry.type._cached_result_processor(dialect, None) for entry in columns
-        ]
+        row_type: Any = (
+            namedtuple("Row", [entry.keyname for entry in columns], rename=True) if columns else None
+        )  # type: ignore[misc]
+        self._make_row: Callable[[list[Any]], Any] | None = row_type._make if row_type is not None else None
+        readers = [entry.type._cached_result_processor(dialect, None) for entry in columns]
+        self._readers = [(index, read) for index, read in enumerate(readers) if read is not None]
 
     def _values(self, parameters: Mapping[str, Any]) -> tuple[Any, ...]:
         values = []
@@ -72,23 +91,20 @@ class DriverStatement:
         return tuple(values)
 
     def run(self, connection: sqlite3.Connection, parameters: Any) -> DriverResult:
-        if isinstance(parameters, Sequence) and not isinstance(parameters, Mapping):
+        if isinstance(parameters, (list, tuple)):  # many rows (a concrete type: the check is cheap)
             cursor = connection.executemany(self.sql, [self._values(p) for p in parameters])
         else:
             cursor = connection.execute(self.sql, self._values(parameters or {}))
         try:
             rows: list[Any] = []
-            if self._row_type is not None:
+            make = self._make_row
+            if make is not None:
                 readers = self._readers
                 for raw in cursor.fetchall():
-                    rows.append(
-                        self._row_type(
-                            *(
-                                read(value) if read is not None else value
-                                for read, value in zip(readers, raw, strict=True)
-                            )
-                        )
-                    )
+                    values = list(raw)
+                    for index, read in readers:
+                        values[index] = read(values[index])
+                    rows.append(make(values))
             return DriverResult(rows, cursor.rowcount)
         finally:
             cursor.close()

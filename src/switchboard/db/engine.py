@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +35,17 @@ def _sqlite_pragmas(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEn
     cursor.close()
 
 
+def _unknown(value: Any) -> str:
+    # orjson writes uuid.UUID itself but not subclasses: ids read through asyncpg are its own UUID type.
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def json_text(value: Any) -> str:
     """JSON columns' serializer: orjson, several times faster than the json module SQLAlchemy
     defaults to (the ledger writes a JSON recovery record on every call under a limit)."""
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    return orjson.dumps(value, default=_unknown, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def make_engine(database_url: str, **overrides: Any) -> AsyncEngine:

@@ -16,6 +16,7 @@ import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from types import TracebackType
 from typing import Any, cast
 
 from sqlalchemy import Connection, Engine
@@ -24,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from switchboard.db.driver_statements import DriverStatements
 from switchboard.db.engine import make_sync_sqlite_engine
+from switchboard.db.kept_connections import KeptConnections
 
 # Pauses between attempts at SQLite's write lock before waiting for it in a thread (aiosqlite).
 INLINE_RETRY_PAUSES = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016)
@@ -66,6 +68,69 @@ def _driver(connection: Connection) -> sqlite3.Connection:
     return cast(sqlite3.Connection, connection.connection.driver_connection)
 
 
+class _NothingToLock:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *_: object) -> None:
+        return None
+
+
+_NOTHING_TO_LOCK = _NothingToLock()
+
+
+class _InlineTransaction:
+    """`begin()` on SQLite: the inline connection inside BEGIN IMMEDIATE, committed at the end (rolled
+    back on an error), else an ordinary transaction. A class rather than a generator-based context
+    manager: every reservation and settlement enters one."""
+
+    __slots__ = ("_connection", "_fallback", "_owner")
+
+    def __init__(self, owner: WriteTransactions) -> None:
+        self._owner = owner
+        self._connection: Connection | None = None
+        self._fallback: contextlib.AbstractAsyncContextManager[AsyncConnection] | None = None
+
+    async def __aenter__(self) -> LedgerConnection:
+        owner = self._owner
+        # One inline transaction at a time in this process: its connection is shared.
+        await owner._inline_lock.acquire()
+        try:
+            connection = await owner._inline_begin()
+        except BaseException:
+            owner._inline_lock.release()
+            raise
+        if connection is None:
+            owner._inline_lock.release()
+            self._fallback = owner._engine.begin()
+            return await self._fallback.__aenter__()
+        self._connection = connection
+        return InlineConnection(connection, owner._statements)
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> bool | None:
+        if self._fallback is not None:
+            return await self._fallback.__aexit__(kind, error, trace)
+        owner, connection = self._owner, self._connection
+        assert connection is not None
+        try:
+            if kind is not None:
+                try:
+                    _driver(connection).execute("ROLLBACK")
+                except Exception:
+                    owner._drop_inline()  # closing it rolls the transaction back
+                return None
+            try:
+                _driver(connection).execute("COMMIT")
+            except BaseException:
+                owner._drop_inline()
+                raise
+            return None
+        finally:
+            owner._inline_lock.release()
+
+
 class WriteTransactions:
     """`app.state.write_transactions`: `async with transactions.begin() as conn: ...`."""
 
@@ -78,6 +143,7 @@ class WriteTransactions:
         if engine.dialect.name == "sqlite":
             self._sync = make_sync_sqlite_engine(engine.url.render_as_string(hide_password=False))
             self._statements = DriverStatements(self._sync.dialect)
+        self._kept = KeptConnections(engine)
 
     def _inline_connection(self) -> Connection:
         if self._inline is None:
@@ -115,44 +181,21 @@ class WriteTransactions:
             await asyncio.sleep(pause)
         return self._try_begin()
 
-    @asynccontextmanager
-    async def begin(self) -> AsyncIterator[LedgerConnection]:
+    def begin(self) -> contextlib.AbstractAsyncContextManager[LedgerConnection]:
         if self._sync is not None:
-            # One inline transaction at a time in this process: its connection is shared.
-            async with self._inline_lock:
-                connection = await self._inline_begin()
-                if connection is not None:
-                    try:
-                        yield InlineConnection(connection, self._statements)
-                    except BaseException:
-                        try:
-                            _driver(connection).execute("ROLLBACK")
-                        except Exception:
-                            self._drop_inline()  # closing it rolls the transaction back
-                        raise
-                    try:
-                        _driver(connection).execute("COMMIT")
-                    except BaseException:
-                        self._drop_inline()
-                        raise
-                    return
-        async with self._engine.begin() as conn:
-            yield conn
+            return _InlineTransaction(self)
+        return self._engine.begin()
 
     @property
     def dialect_name(self) -> str:
         return self._engine.dialect.name
 
-    @asynccontextmanager
-    async def driver_connection(self) -> AsyncIterator[Any]:
-        """A pooled connection's own driver connection (asyncpg), outside any transaction: each
-        statement commits by itself, with no BEGIN or COMMIT round trip around it."""
-        async with self._engine.connect() as conn:
-            raw = await conn.get_raw_connection()
-            yield raw.driver_connection
+    def driver_connection(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """PostgreSQL: a driver connection (asyncpg) of this process's own, outside any transaction:
+        each statement commits by itself, with no BEGIN or COMMIT round trip around it."""
+        return self._kept.lease()
 
-    @asynccontextmanager
-    async def rows_locked_here(self, keys: Iterable[object]) -> AsyncIterator[None]:
+    def rows_locked_here(self, keys: Iterable[object]) -> contextlib.AbstractAsyncContextManager[None]:
         """This process's turn at rows the transaction will lock (in `keys`' sorted order).
 
         Callers of one process queue here rather than in the database: on PostgreSQL each waiter
@@ -161,8 +204,11 @@ class WriteTransactions:
         take turns for it (`begin`): nothing to add there.
         """
         if self._sync is not None:
-            yield
-            return
+            return _NOTHING_TO_LOCK
+        return self._row_turns(keys)
+
+    @asynccontextmanager
+    async def _row_turns(self, keys: Iterable[object]) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             for key in sorted(set(keys)):  # type: ignore[type-var]
                 lock = self._row_locks.get(key)
@@ -170,6 +216,10 @@ class WriteTransactions:
                     lock = self._row_locks[key] = asyncio.Lock()
                 await stack.enter_async_context(lock)
             yield
+
+    async def aclose(self) -> None:
+        await self._kept.close()
+        self.close()
 
     def close(self) -> None:
         self._drop_inline()

@@ -55,4 +55,4 @@ async def shutdown(app: FastAPI) -> None:
         log.info("usage writer drained: %d records in %d transactions", writer.records, writer.batches)
     transactions: WriteTransactions | None = getattr(app.state, "write_transactions", None)
     if transactions is not None:
-        transactions.close()
+        await transactions.aclose()
