@@ -24,7 +24,7 @@ from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing
 from switchboard.limits.postgres_reserve import reserve_in_one_statement
 from switchboard.limits.rules import Limit, openai_duration, resets_at, retry_after, seconds_until_fits
-from switchboard.metering.pricing import Prices, compute_cost, largest_completion_within
+from switchboard.metering.pricing import Prices, cost_nanos, largest_completion_within
 
 log = logging.getLogger("switchboard.limits")
 
@@ -88,7 +88,7 @@ def _priced(ask: Ask) -> bool:
 
 def _cost(ask: Ask, completion: int) -> int:
     assert ask.prices is not None
-    return compute_cost(ask.prices, ask.prompt_tokens, completion, ask.markup_bps).nanos
+    return cost_nanos(ask.prices, ask.prompt_tokens, completion, ask.markup_bps) or 0
 
 
 def _largest_cost_fit(ask: Ask, remaining: int, upper: int) -> int:
@@ -106,19 +106,19 @@ class Plan:
     headers: dict[str, str] = field(default_factory=dict)
 
     def decide(self, standings: list[Standing]) -> dict[uuid.UUID, int]:
-        ask, now = self.ask, utcnow()
-        cost_limits = [s for s in standings if s.limit.metric == "cost"]
-        if cost_limits and not _priced(ask):
-            strict = [s for s in cost_limits if not s.limit.allow_unpriced]
-            if strict:
-                raise _unpriced(strict[0].limit)
+        ask = self.ask
         priced = _priced(ask)
+        if not priced:
+            for standing in standings:
+                if standing.limit.metric == "cost" and not standing.limit.allow_unpriced:
+                    raise _unpriced(standing.limit)
         cap = ask.own_cap if ask.own_cap is not None else ask.model_max
         if ask.own_cap is None and ask.model_max:
             for standing in standings:
-                if standing.limit.metric == "cost" and priced:
+                metric = standing.limit.metric
+                if metric == "cost" and priced:
                     cap = min(cap, _largest_cost_fit(ask, standing.remaining, cap))
-                elif standing.limit.metric == "tokens":
+                elif metric == "tokens":
                     cap = min(cap, standing.remaining - ask.prompt_tokens)
             if cap < 1:
                 cap = max(cap, 0)  # nothing fits: the check below refuses with the tightest limit
@@ -126,6 +126,7 @@ class Plan:
                 self.cap = cap
         needs: dict[uuid.UUID, int] = {}
         refused: list[tuple[Standing, int]] = []
+        cost = None
         for standing in standings:
             limit = standing.limit
             if limit.metric == "requests":
@@ -133,10 +134,13 @@ class Plan:
             elif limit.metric == "tokens":
                 need = ask.prompt_tokens + cap
             else:
-                need = _cost(ask, cap) if priced else 0
+                if cost is None:
+                    cost = _cost(ask, cap) if priced else 0
+                need = cost
             if need > standing.remaining or (limit.metric != "requests" and ask.model_max and cap < 1):
                 refused.append((standing, need))
             needs[limit.id] = need
+        now = utcnow()
         if refused:
             raise _refusal(refused, now)
         self.headers = _headers(standings, needs, now)
@@ -177,21 +181,24 @@ def _refusal(refused: Sequence[tuple[Standing, int]], now: datetime) -> LimitRef
 
 def _headers(standings: list[Standing], needs: dict[uuid.UUID, int], now: datetime) -> dict[str, str]:
     """OpenAI's x-ratelimit-* for the tightest requests and tokens limits, and the budget left."""
+    tightest: dict[str, tuple[int, Limit]] = {}  # metric -> (left after this call, limit)
+    for standing in standings:
+        limit = standing.limit
+        left = standing.remaining - needs[limit.id]
+        found = tightest.get(limit.metric)
+        if found is None or left < found[0]:
+            tightest[limit.metric] = (left, limit)
     headers: dict[str, str] = {}
-    for metric in ("requests", "tokens", "cost"):
-        ours = [s for s in standings if s.limit.metric == metric]
-        if not ours:
-            continue
-        tightest = min(ours, key=lambda s: s.remaining - needs[s.limit.id])
-        left = max(tightest.remaining - needs[tightest.limit.id], 0)
-        if metric == "cost":
-            headers["x-switchboard-budget-remaining"] = str(left)
-            continue
-        limit = tightest.limit
-        used_after = limit.amount - left
-        headers[f"x-ratelimit-limit-{metric}"] = str(limit.amount)
-        headers[f"x-ratelimit-remaining-{metric}"] = str(left)
-        headers[f"x-ratelimit-reset-{metric}"] = openai_duration(ledger.reset_seconds(limit, used_after, now))
+    for metric in ("requests", "tokens"):
+        if metric in tightest:
+            left, limit = tightest[metric]
+            left = max(left, 0)
+            headers[f"x-ratelimit-limit-{metric}"] = str(limit.amount)
+            headers[f"x-ratelimit-remaining-{metric}"] = str(left)
+            reset = ledger.reset_seconds(limit, limit.amount - left, now)
+            headers[f"x-ratelimit-reset-{metric}"] = openai_duration(reset)
+    if "cost" in tightest:
+        headers["x-switchboard-budget-remaining"] = str(max(tightest["cost"][0], 0))
     return headers
 
 
@@ -202,7 +209,7 @@ async def reserve(
     ask: Ask,
     *,
     call_id: str,
-    call: dict[str, Any] | None,
+    call: object | None,  # kept as JSON, for recovery
     lease_seconds: float,
 ) -> tuple[Hold, int | None]:
     """Holds the call's worst case, or raises 402/429; returns the hold and the cap the gateway set.

@@ -24,10 +24,8 @@ from sqlalchemy import (
     bindparam,
     delete,
     func,
-    null,
     select,
     type_coerce,
-    union_all,
     update,
 )
 from sqlalchemy import cast as sql_cast
@@ -72,22 +70,25 @@ def _lock_by_writing(count: int) -> Any:
 
 
 @functools.cache
-def _standings(count: int) -> Any:
-    """The limits' counters, then what live holds keep of each (`window_start` NULL): one read."""
-    held = (
-        select(
-            _HOLDS.c.limit_id,
-            sql_cast(null(), _USAGE.c.window_start.type),
-            sql_cast(func.sum(_HOLDS.c.amount), BigInteger),  # PostgreSQL's sum is numeric
-            sql_cast(null(), _USAGE.c.updated_at.type),
+def _standings(rolling: tuple[bool, ...]) -> Any:
+    """One row: for each limit, its counter in the current window, when that was last settled (a
+    bucket's refill counts from there; read only for rolling windows) and what live holds keep.
+    Every value is found by its table's key; a limit with no counter yet reads NULL."""
+    columns: list[Any] = []
+    for index, is_rolling in enumerate(rolling):
+        limit_id = bindparam(f"id{index}", type_=_LIMITS.c.id.type)
+        counter = (
+            _USAGE.c.limit_id == limit_id,
+            _USAGE.c.window_start == bindparam(f"ws{index}", type_=_USAGE.c.window_start.type),
         )
-        .where(_HOLDS.c.limit_id.in_(_ids(count)), _HOLDS.c.lease_until > bindparam("b_now"))
-        .group_by(_HOLDS.c.limit_id)
-    )
-    counters = select(_USAGE.c.limit_id, _USAGE.c.window_start, _USAGE.c.used, _USAGE.c.updated_at).where(
-        _USAGE.c.limit_id.in_(_ids(count))
-    )
-    return driver_ready(union_all(counters, held))
+        columns.append(select(_USAGE.c.used).where(*counter).scalar_subquery().label(f"used{index}"))
+        if is_rolling:
+            columns.append(select(_USAGE.c.updated_at).where(*counter).scalar_subquery().label(f"at{index}"))
+        held = select(sql_cast(func.sum(_HOLDS.c.amount), BigInteger)).where(  # PostgreSQL's sum is numeric
+            _HOLDS.c.limit_id == limit_id, _HOLDS.c.lease_until > bindparam("b_now")
+        )
+        columns.append(held.scalar_subquery().label(f"held{index}"))
+    return driver_ready(select(*columns))
 
 
 _ADD_HOLDS = driver_ready(_HOLDS.insert())
@@ -149,17 +150,16 @@ def _settle_upsert() -> Any:
     return _count_upsert("postgresql").add_cte(released)
 
 
-@dataclass(frozen=True)
 class Standing:
     """What a limit had left when a call asked, before the call's own hold."""
 
-    limit: Limit
-    used: int
-    reserved: int
+    __slots__ = ("limit", "remaining", "reserved", "used")
 
-    @property
-    def remaining(self) -> int:
-        return max(self.limit.amount - self.used - self.reserved, 0)
+    def __init__(self, limit: Limit, used: int, reserved: int) -> None:
+        self.limit = limit
+        self.used = used
+        self.reserved = reserved
+        self.remaining = max(limit.amount - used - reserved, 0)
 
 
 @dataclass(frozen=True)
@@ -181,9 +181,11 @@ class Actual:
 
 
 async def lock_limits(conn: LedgerConnection, ids: Iterable[uuid.UUID]) -> None:
-    ordered = sorted(set(ids))
-    if not ordered or isinstance(conn, InlineConnection):
+    if isinstance(conn, InlineConnection):
         return  # an inline transaction began IMMEDIATE: it holds SQLite's write lock already
+    ordered = sorted(set(ids))
+    if not ordered:
+        return
     if conn.dialect.name == "postgresql":
         await conn.execute(_lock_for_update(len(ordered)), _by_id(ordered))
     else:
@@ -228,37 +230,34 @@ async def _sum_records(conn: LedgerConnection, limit: Limit, start: datetime | N
 
 async def _standing(
     conn: LedgerConnection, limits: Sequence[Limit], now: datetime, *, create_missing: bool
-) -> tuple[dict[uuid.UUID, int], dict[uuid.UUID, int]]:
-    """(used, reserved) of each limit at `now`."""
-    rows: dict[tuple[uuid.UUID, datetime], Any] = {}
-    reserved: dict[uuid.UUID, int] = {}
-    for row in await conn.execute(
-        _standings(len(limits)), {**_by_id([limit.id for limit in limits]), "b_now": now}
-    ):
-        if row.window_start is None:
-            reserved[row.limit_id] = int(row.used or 0)
-        else:
-            rows[(row.limit_id, row.window_start)] = row
-    used: dict[uuid.UUID, int] = {}
-    for limit in limits:
-        start = window_start(limit.window, now)
-        row = rows.get((limit.id, start))
+) -> tuple[list[int], list[int]]:
+    """(used, reserved) of each limit at `now`, in the order of `limits`."""
+    parameters: dict[str, Any] = {"b_now": now}
+    for index, limit in enumerate(limits):
+        parameters[f"id{index}"] = limit.id
+        parameters[f"ws{index}"] = window_start(limit.window, now)
+    result = await conn.execute(_standings(tuple(limit.rolling for limit in limits)), parameters)
+    row = iter(next(iter(result)))
+    used: list[int] = []
+    reserved: list[int] = []
+    for index, limit in enumerate(limits):
+        counted = next(row)
         if limit.rolling:
-            used[limit.id] = (
-                bucket_debt(limit.window, limit.amount, row.used, row.updated_at, now) if row else 0
+            since = next(row)
+            counted = (
+                bucket_debt(limit.window, limit.amount, counted, since, now) if counted is not None else 0
             )
-            continue
-        if row is not None:
-            used[limit.id] = int(row.used)
-            continue
-        counted = await _sum_records(conn, limit, None if limit.window == "total" else start)
-        used[limit.id] = counted
-        if create_missing:
-            await conn.execute(
-                insert_for(conn.dialect.name)(_USAGE)
-                .values(limit_id=limit.id, window_start=start, used=counted, updated_at=now)
-                .on_conflict_do_nothing()
-            )
+        elif counted is None:
+            start = parameters[f"ws{index}"]
+            counted = await _sum_records(conn, limit, None if limit.window == "total" else start)
+            if create_missing:
+                await conn.execute(
+                    insert_for(conn.dialect.name)(_USAGE)
+                    .values(limit_id=limit.id, window_start=start, used=counted, updated_at=now)
+                    .on_conflict_do_nothing()
+                )
+        used.append(int(counted))
+        reserved.append(int(next(row) or 0))
     return used, reserved
 
 
@@ -271,7 +270,7 @@ async def reserve(
     plan: Planner,
     *,
     call_id: str,
-    call: dict[str, Any] | None,
+    call: object | None,  # kept as JSON, for recovery
     lease_seconds: float,
 ) -> dict[uuid.UUID, int]:
     """Hold what `plan` asks of each limit, given what each has left; `plan` raises to refuse.
@@ -283,7 +282,7 @@ async def reserve(
         now = utcnow()
         await lock_limits(conn, ids)
         used, reserved = await _standing(conn, limits, now, create_missing=True)
-        needs = plan([Standing(limit, used[limit.id], reserved.get(limit.id, 0)) for limit in limits])
+        needs = plan([Standing(*standing) for standing in zip(limits, used, reserved, strict=True)])
         lease_until = now + timedelta(seconds=lease_seconds)
         await conn.execute(
             _ADD_HOLDS,
@@ -402,8 +401,7 @@ async def status_of(engine: AsyncEngine, limit: Limit) -> Status:
     """`{used, reserved, remaining, resets_at}` as GET /limits/{id}/status shows it."""
     now = utcnow()
     async with engine.connect() as conn:
-        standing = await _standing(conn, [limit], now, create_missing=False)
-    used, reserved = standing[0][limit.id], standing[1].get(limit.id, 0)
+        [used], [reserved] = await _standing(conn, [limit], now, create_missing=False)
     remaining = max(limit.amount - used - reserved, 0)
     reset = _refill_at(limit, used, now) if limit.rolling else resets_at(limit.window, now)
     return Status(used=used, reserved=reserved, remaining=remaining, resets_at=reset)
@@ -412,6 +410,6 @@ async def status_of(engine: AsyncEngine, limit: Limit) -> Status:
 def reset_seconds(limit: Limit, used_after: int, now: datetime) -> float:
     """Until the limit is whole again: a bucket's refill of `used_after`; a calendar window's reset."""
     if limit.rolling:
-        return (_refill_at(limit, used_after, now) - now).total_seconds()
+        return used_after * ROLLING_SECONDS[limit.window] / max(limit.amount, 1)
     reset = resets_at(limit.window, now)
     return (reset - now).total_seconds() if reset is not None else 0.0

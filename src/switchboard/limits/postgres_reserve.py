@@ -7,6 +7,7 @@ remains for what this cannot decide: a calendar window without its counter yet.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
@@ -19,11 +20,23 @@ from switchboard.kit.clock import utcnow
 from switchboard.limits.ledger import Planner, Standing
 from switchboard.limits.rules import Limit, refill_rate, window_start
 
-_RESERVE = (
-    "SELECT limit_id, used, reserved, counted, admitted"
-    " FROM switchboard_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-)
 _RESERVE_TRIES = 3
+_ARRAYS = ("uuid", "timestamptz", "float8", "bigint", "bigint")  # ids, starts, rates, amounts, needs
+
+
+@functools.cache
+def _reserve_sql(count: int, holding: bool) -> str:
+    """The function's call for `count` limits, its arrays built from one parameter per element:
+    asyncpg encodes a scalar in C, an array through several Python-level checks per element."""
+    arrays, number = [], 0
+    for kind in _ARRAYS if holding else _ARRAYS[:-1]:
+        arrays.append("ARRAY[" + ", ".join(f"${number + i + 1}::{kind}" for i in range(count)) + "]")
+        number += count
+    if not holding:
+        arrays.append("NULL::bigint[]")
+    rest = ", ".join(f"${number + i + 1}" for i in range(4))
+    call = f"switchboard_reserve({', '.join(arrays)}, {rest})"
+    return f"SELECT limit_id, used, reserved, counted, admitted FROM {call}"  # noqa: S608 (placeholders only)
 
 
 async def reserve_in_one_statement(
@@ -31,7 +44,7 @@ async def reserve_in_one_statement(
     limits: Sequence[Limit],
     plan: Planner,
     call_id: str,
-    call: dict[str, Any] | None,
+    call: object | None,  # kept as JSON, for recovery
     lease_seconds: float,
 ) -> dict[uuid.UUID, int] | None:
     """One or two round trips where the locked transaction takes five: decide here on what these
@@ -52,6 +65,8 @@ async def reserve_in_one_statement(
             Standing(limit, row["used"], row["reserved"]) for limit, row in zip(limits, rows, strict=True)
         ]
 
+    known = (*ids, *starts, *rates, *amounts)
+    holding, reading = _reserve_sql(len(limits), True), _reserve_sql(len(limits), False)
     async with transactions.driver_connection() as driver:
         rows = _LAST_SEEN.get(key)
         if rows is not None:
@@ -60,10 +75,8 @@ async def reserve_in_one_statement(
             except LimitRefused:
                 rows = None  # refused on old figures: decide on a fresh read
             else:
-                rows = await driver.fetch(
-                    _RESERVE, ids, starts, rates, amounts, [needs[i] for i in ids], call_id, record,
-                    lease_until, now,
-                )  # fmt: skip
+                asked = [needs[i] for i in ids]
+                rows = await driver.fetch(holding, *known, *asked, call_id, record, lease_until, now)
                 _remember(key, rows)
                 if rows[0]["admitted"]:
                     # Decided again on what the function saw, for the headers: the same needs
@@ -72,18 +85,14 @@ async def reserve_in_one_statement(
                         return needs
                     await driver.execute(_UNHOLD, ids, call_id)
         if rows is None:
-            rows = await driver.fetch(
-                _RESERVE, ids, starts, rates, amounts, None, call_id, None, lease_until, now
-            )
+            rows = await driver.fetch(reading, *known, call_id, None, lease_until, now)
             _remember(key, rows)
         for _ in range(_RESERVE_TRIES):
             if not all(row["counted"] for row in rows):
                 return None
             needs = plan(standings(rows))
-            rows = await driver.fetch(
-                _RESERVE, ids, starts, rates, amounts, [needs[i] for i in ids], call_id, record,
-                lease_until, now,
-            )  # fmt: skip
+            asked = [needs[i] for i in ids]
+            rows = await driver.fetch(holding, *known, *asked, call_id, record, lease_until, now)
             _remember(key, rows)
             if rows[0]["admitted"]:
                 return needs

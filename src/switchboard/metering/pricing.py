@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 from collections.abc import Mapping
@@ -22,6 +23,20 @@ class Prices:
     input_per_mtok: Decimal | None
     output_per_mtok: Decimal | None
     source: str | None
+
+    # A price list is read once and priced against on every call: its exact ratios and texts are
+    # worked out on first use.
+    @functools.cached_property
+    def ratios(self) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+        inp, out = self.input_per_mtok, self.output_per_mtok
+        return (
+            inp.as_integer_ratio() if inp is not None else None,
+            out.as_integer_ratio() if out is not None else None,
+        )
+
+    @functools.cached_property
+    def texts(self) -> tuple[str | None, str | None]:
+        return _text(self.input_per_mtok), _text(self.output_per_mtok)
 
 
 @dataclass(frozen=True)
@@ -110,20 +125,29 @@ def compute_cost(prices: Prices, prompt_tokens: int, completion_tokens: int, mar
     Unpriced (cost 0, `priced` false) when no price is known, or when a side that has tokens has no
     price: a partial sum would be a silent undercount.
     """
-    inp, out = prices.input_per_mtok, prices.output_per_mtok
-    missing = (prompt_tokens > 0 and inp is None) or (completion_tokens > 0 and out is None)
-    if (inp is None and out is None) or missing:
-        return Cost(0, False, _text(inp), _text(out), markup_bps, prices.source)
+    nanos = cost_nanos(prices, prompt_tokens, completion_tokens, markup_bps)
+    inp, out = prices.texts
+    return Cost(nanos or 0, nanos is not None, inp, out, markup_bps, prices.source)
+
+
+def cost_nanos(prices: Prices, prompt_tokens: int, completion_tokens: int, markup_bps: int) -> int | None:
+    """`compute_cost`'s nano-units alone; None when the call is unpriced."""
+    inp, out = prices.ratios
+    if (
+        (inp is None and out is None)
+        or (prompt_tokens > 0 and inp is None)
+        or (completion_tokens > 0 and out is None)
+    ):
+        return None
     # A fraction of integers, exact at any size (Decimal.as_integer_ratio is exact), in a fraction of
     # the time Decimal arithmetic takes: every record pays for this.
     numerator, denominator = 0, 1
-    for tokens, price in ((prompt_tokens, inp), (completion_tokens, out)):
-        if tokens and price is not None:
-            top, bottom = price.as_integer_ratio()
+    for tokens, ratio in ((prompt_tokens, inp), (completion_tokens, out)):
+        if tokens and ratio is not None:
+            top, bottom = ratio
             numerator, denominator = numerator * bottom + tokens * top * denominator, denominator * bottom
     # x 1e9 nanos per unit / 1e6 tokens per mtok = x 1000, then x (1e4 + bps) / 1e4: x (1e4 + bps) / 10.
-    nanos = _round_half_up(numerator * (_BPS + markup_bps), denominator * 10)
-    return Cost(nanos, True, _text(inp), _text(out), markup_bps, prices.source)
+    return _round_half_up(numerator * (_BPS + markup_bps), denominator * 10)
 
 
 def largest_completion_within(
@@ -136,10 +160,10 @@ def largest_completion_within(
     cost(c) = round_half_up(x(c)) ≤ budget ⟺ x(c) < budget + ½, with x(c) = (p·in + c·out)·M / 10,
     M = 1e4 + bps, in and out the exact ratios of the per-million prices.
     """
-    inp, out = prices.input_per_mtok, prices.output_per_mtok
+    inp, out = prices.ratios
     assert inp is not None and out is not None
-    a, b = inp.as_integer_ratio() if prompt_tokens else (0, 1)
-    c, d = out.as_integer_ratio()
+    a, b = inp if prompt_tokens else (0, 1)
+    c, d = out
     scale = _BPS + markup_bps
     # 2·(p·a·d + k·c·b)·M < (2·budget + 1)·b·d·10, for the completion k.
     room = (2 * budget + 1) * b * d * 10 - 2 * prompt_tokens * a * d * scale
