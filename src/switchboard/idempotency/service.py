@@ -278,7 +278,7 @@ class IdempotencyStore:
         )
         return bool(result.rowcount)
 
-    async def attach(self, claim: Claim, call: dict[str, Any]) -> None:
+    async def attach(self, claim: Claim, call: object) -> None:
         """Keeps the model call a claim runs, for the record recovery writes should it never finish."""
         async with self._engine.begin() as conn:
             await conn.execute(

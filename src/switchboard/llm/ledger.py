@@ -5,6 +5,7 @@ settlement every ending goes through (success, error, cancel; crash recovery in 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from switchboard.errors import LimitRefused
@@ -13,7 +14,6 @@ from switchboard.limits import enforce
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.outcomes import build_outcome, prompt_estimate
 from switchboard.metering.outcome import CallOutcome, Settlement
-from switchboard.metering.spool import outcome_to_json
 from switchboard.observability import events
 
 GATEWAY_CRASHED = "gateway_crashed"
@@ -27,10 +27,26 @@ def _model_max(call: PreparedCall) -> int:
     return litellm_max_output(call.model.provider, call.model.model) or enforce.DEFAULT_MAX_OUTPUT
 
 
-def recovery_record(call: PreparedCall) -> dict[str, Any]:
-    """What recovery needs to write this call's `abandoned` record if its replica dies."""
-    outcome = build_outcome(call, status="abandoned", usage=None, error_code=GATEWAY_CRASHED)
-    return {**outcome_to_json(outcome), "call_id": call.call_id}
+@dataclass(frozen=True)
+class RecoveryRecord(CallOutcome):
+    """What recovery needs to write a call's `abandoned` record if its replica dies: the record, and
+    the call's id. Kept as JSON with the call's holds and idempotency claim, written as it is (orjson
+    writes a dataclass, its ids and its times itself): every call under a limit makes one."""
+
+    call_id: str = ""
+
+
+def recovery_record(call: PreparedCall) -> RecoveryRecord:
+    outcome = build_outcome(
+        call,
+        status="abandoned",
+        usage=None,
+        error_code=GATEWAY_CRASHED,
+        of=RecoveryRecord,
+        call_id=call.call_id,
+    )
+    assert isinstance(outcome, RecoveryRecord)
+    return outcome
 
 
 async def begin(state: Any, call: PreparedCall) -> None:

@@ -21,9 +21,12 @@ def build_outcome(
     error_code: str | None = None,
     ttft_ms: int | None = None,
     usage_estimated: bool = False,
+    of: type[CallOutcome] = CallOutcome,
+    **extra: Any,
 ) -> CallOutcome:
+    """The record of `call` as it ends now; `of` and `extra`: a CallOutcome subclass and its fields."""
     usage = usage or Usage()
-    return CallOutcome(
+    return of(
         request_id=call.request_id,
         occurred_at=utcnow(),
         economy_id=call.economy_id,
@@ -50,6 +53,7 @@ def build_outcome(
         usage_estimated=usage_estimated or error_code == USAGE_ESTIMATED,
         api_key_id=call.principal.api_key_id,
         attempt=call.attempt,
+        **extra,
     )
 
 

@@ -36,25 +36,6 @@ def decode(line: bytes) -> tuple[uuid.UUID, CallOutcome]:
     return uuid.UUID(data.pop("record_id")), outcome_from_json(data)
 
 
-_FIELDS = tuple(field.name for field in dataclasses.fields(CallOutcome))
-
-
-def outcome_to_json(outcome: CallOutcome) -> dict[str, Any]:
-    """A JSON object of the outcome (ids and times as strings), as limit holds and claims keep it.
-
-    Made for every call under a limit or a key: field by field, without asdict's deep copy.
-    """
-    data: dict[str, Any] = {}
-    for name in _FIELDS:
-        value = getattr(outcome, name)
-        if isinstance(value, uuid.UUID):
-            value = str(value)
-        elif isinstance(value, datetime):
-            value = value.isoformat()
-        data[name] = value
-    return data
-
-
 def outcome_from_json(data: dict[str, Any]) -> CallOutcome:
     data = dict(data)
     for name in _UUID_FIELDS:
