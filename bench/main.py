@@ -90,6 +90,11 @@ def run(opts: Options) -> int:
 
             (profile.run if opts.profile else clients.run)(opts, upstream)
             return 0
+        if opts.instructions:
+            from bench import instructions
+
+            instructions.run(opts, upstream)
+            return 0
         for runner in _runners(opts):
             reports += runner(opts, upstream, direct)
         upstream_rss, _ = proctree.rss_bytes(upstream.child.pid)

@@ -32,6 +32,8 @@ class Options:
     # The provider kinds the gateway's calls go to (each its own row; the upstream answers each in
     # its own wire format).
     providers: tuple[str, ...] = ("openai",)
+    # Calls of each kind counted under callgrind instead of the load phases (0: not asked).
+    instructions: int = 0
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -85,6 +87,14 @@ def parse(argv: list[str] | None = None) -> Options:
         default="openai",
         help="provider kinds the gateway calls, each its own row: openai (default), anthropic, gemini",
     )
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        default=0,
+        metavar="N",
+        help="count the gateway's instructions per call over N calls of each kind under valgrind's "
+        "callgrind (c=1, one worker) instead of timing load: the same count on a slow or busy machine",
+    )
     args = parser.parse_args(argv)
     providers = tuple(p.strip() for p in args.providers.split(",") if p.strip())
     unknown = set(providers) - {"openai", "anthropic", "gemini"}
@@ -107,6 +117,7 @@ def parse(argv: list[str] | None = None) -> Options:
         pg_admin_dsn=args.pg_admin_dsn,
         limits=args.limits,
         providers=providers,
+        instructions=args.instructions,
         work=BENCH_DIR / ".work",
         results=BENCH_DIR / "results",
     )

@@ -52,3 +52,47 @@ def test_a_row_written_on_the_driver_reads_back_through_sqlalchemy_and_the_other
         await engine.dispose()
 
     asyncio.run(scenario())
+
+
+def test_values_given_again_as_the_same_object_or_a_new_one_are_each_stored_as_they_are(
+    tmp_path: Path,
+) -> None:
+    """The driver path converts a time or an id once when the same object comes again (a lease shared
+    by a call's holds, a limit's id): rows with shared, equal and different values all read back."""
+
+    async def scenario() -> None:
+        import_all_models()
+        engine = make_engine(f"sqlite+aiosqlite:///{tmp_path / 'again.db'}")
+        async with engine.begin() as conn:
+            await conn.run_sync(Base.metadata.create_all)
+        transactions = WriteTransactions(engine)
+        lease = datetime(2026, 11, 26, 9, 0, 0, 1, tzinfo=UTC)
+        limit = uuid.uuid4()
+        rows = [
+            {"call_id": "a", "limit_id": limit, "amount": 1, "lease_until": lease, "call": None},
+            {"call_id": "b", "limit_id": limit, "amount": 2, "lease_until": lease, "call": None},
+            {
+                "call_id": "c",
+                "limit_id": uuid.UUID(str(limit)),
+                "amount": 3,
+                "lease_until": lease.replace(),
+                "call": None,
+            },
+            {
+                "call_id": "d",
+                "limit_id": uuid.uuid4(),
+                "amount": 4,
+                "lease_until": lease.replace(second=5),
+                "call": None,
+            },
+            {"call_id": "e", "limit_id": limit, "amount": 5, "lease_until": lease, "call": None},
+        ]
+        async with transactions.begin() as conn:
+            assert (await conn.execute(INSERT, rows)).rowcount == len(rows)
+        async with engine.connect() as conn:
+            stored = [r._asdict() for r in await conn.execute(select(HOLDS).order_by(HOLDS.c.amount))]
+        assert stored == rows
+        transactions.close()
+        await engine.dispose()
+
+    asyncio.run(scenario())

@@ -54,12 +54,16 @@ def _remembering(kind: Any, process: _Processor | None) -> _Processor | None:
     a window's start or a lease given again, as the same object, is not converted again."""
     if process is None or not isinstance(kind, (UTCDateTime, Uuid)):
         return process
-    last: list[Any] = [_NOTHING, None]
+    # One (value, converted) pair, replaced whole: a reader on another thread never sees half of one.
+    last: list[tuple[Any, Any]] = [(_NOTHING, None)]
 
     def remembered(value: Any) -> Any:
-        if value is not last[0]:
-            last[0], last[1] = value, process(value)
-        return last[1]
+        pair = last[0]
+        if value is pair[0]:
+            return pair[1]
+        converted = process(value)
+        last[0] = (value, converted)
+        return converted
 
     return remembered
 

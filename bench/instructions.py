@@ -1,0 +1,76 @@
+"""`--instructions N`: user-space instructions per call of the gateway process, counted by valgrind's
+callgrind over N sequential calls of each kind (after 30 to warm up). A count, not a time: it does not
+move with the machine's speed or load, so two versions of the code (or a call with and without limits)
+compare exactly even on a busy or slow VM. What it leaves out is the kernel's share (syscalls, the
+database server's CPU), which the timed load phases include."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from bench import gateway
+from bench.measure import say
+from bench.options import Options
+from bench.probe import call
+from bench.processes import BenchError, Child
+from bench.upstream import Upstream
+
+WARMUP_CALLS = 30
+STARTUP_TIMEOUT = 900.0  # imports and migrations run some 50 times slower under callgrind
+
+
+def _control(*args: str) -> None:
+    done = subprocess.run(["callgrind_control", *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise BenchError(f"callgrind_control {' '.join(args)} failed: {done.stderr.strip()}")
+
+
+def _newest_total(prefix: Path) -> int:
+    dumps = sorted(prefix.parent.glob(prefix.name + ".*"), key=lambda p: p.stat().st_mtime)
+    if not dumps:
+        raise BenchError("callgrind wrote no profile")
+    found = re.search(r"^summary: (\d+)", dumps[-1].read_text(errors="replace"), re.MULTILINE)
+    if found is None:
+        raise BenchError(f"no summary line in {dumps[-1]}")
+    return int(found.group(1))
+
+
+def run(opts: Options, upstream: Upstream) -> None:
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise BenchError("--instructions needs valgrind (Debian's package valgrind)")
+    for db in opts.dbs:
+        with gateway.prepared(db, opts, upstream) as ready:
+            prefix = ready.home / "callgrind.out"
+            log = ready.home / "serve-callgrind.log"
+            argv = [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={prefix}.%p",
+                str(gateway.SWITCHBOARD),
+            ]
+            argv += ["serve", "--port", str(ready.port), "--workers", "1"]
+            child = Child("switchboard under callgrind", argv, log, env=ready.env, cwd=log.parent)
+            try:
+                child.wait_port(ready.port, STARTUP_TIMEOUT)
+                target = gateway._target(f"switchboard {db}", child, ready.port, 1, ready.ids, None)
+                counts = []
+                for mode in ("json", "stream"):
+                    endpoint = getattr(target, mode)
+                    for _ in range(WARMUP_CALLS):
+                        if call(endpoint).status != 200:
+                            raise BenchError(f"switchboard under callgrind did not answer 200 ({mode})")
+                    _control("-z", str(child.pid))
+                    for _ in range(opts.instructions):
+                        if call(endpoint).status != 200:
+                            raise BenchError(f"switchboard under callgrind did not answer 200 ({mode})")
+                    time.sleep(1.0)  # let the last call's tail (its log line) finish before counting
+                    _control("-d", mode, str(child.pid))
+                    counts.append(f"{mode} {_newest_total(prefix) / opts.instructions / 1e6:.3f} M")
+            finally:
+                child.stop()
+            limits = "two limits" if opts.limits else "no limit"
+            say(f"switchboard {db}, {limits}: instructions per call, c=1: {', '.join(counts)}")
