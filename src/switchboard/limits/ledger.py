@@ -409,7 +409,7 @@ async def status_of(engine: AsyncEngine, limit: Limit) -> Status:
 
 def reset_seconds(limit: Limit, used_after: int, now: datetime) -> float:
     """Until the limit is whole again: a bucket's refill of `used_after`; a calendar window's reset."""
-    if limit.rolling:
-        return used_after * ROLLING_SECONDS[limit.window] / max(limit.amount, 1)
+    if limit.rolling:  # to the microsecond, as the bucket's refill time is
+        return round(used_after * ROLLING_SECONDS[limit.window] / max(limit.amount, 1), 6)
     reset = resets_at(limit.window, now)
     return (reset - now).total_seconds() if reset is not None else 0.0
