@@ -30,6 +30,7 @@ class KeptConnections:
         self._used = False  # a lease since the idle timer last looked
         self._timer: asyncio.TimerHandle | None = None
         self._closing: set[asyncio.Task[None]] = set()
+        self._closed = False  # shut down: a lease that ends now closes its connection
 
     def lease(self) -> _Lease:
         """`async with kept.lease() as driver:` one asyncpg connection, outside any transaction."""
@@ -37,27 +38,27 @@ class KeptConnections:
 
     async def _take(self) -> tuple[AsyncConnection, Any]:
         self._used = True
-        if self._idle:
-            return self._idle.pop()
+        while self._idle:
+            connection, driver = pair = self._idle.pop()
+            if not driver.is_closed():
+                return pair
+            self._later(_discard(connection))  # the server dropped it while it was kept
         connection = await self._engine.connect()
         try:
             driver = (await connection.get_raw_connection()).driver_connection
         except BaseException:
             await _discard(connection)
             raise
-        if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self._idle_seconds, self._look)
         return connection, driver
 
     def _give_back(self, pair: tuple[AsyncConnection, Any], healthy: bool) -> None:
         connection, driver = pair
-        if (
-            healthy
-            and len(self._idle) < self._keep
-            and not driver.is_closed()
-            and not driver.is_in_transaction()
-        ):
+        # Inside a transaction begun on the driver: SQLAlchemy's reset on return would not end it.
+        healthy = healthy and not driver.is_closed() and not driver.is_in_transaction()
+        if healthy and not self._closed and len(self._idle) < self._keep:
             self._idle.append(pair)
+            if self._timer is None:  # (it stops once it finds nothing idle: a lease may outlast it)
+                self._timer = asyncio.get_running_loop().call_later(self._idle_seconds, self._look)
             return
         # Back to the pool when healthy; a connection that may be broken must not go back there.
         self._later(connection.close() if healthy else _discard(connection))
@@ -78,6 +79,7 @@ class KeptConnections:
             self._later(connection.close())
 
     async def close(self) -> None:
+        self._closed = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
