@@ -382,18 +382,19 @@ def test_a_settlement_written_again_after_its_commit_counts_once(gateway: Gatewa
     economy = admin.client.post("/economies", json={"slug": f"s-{user_id.hex[:10]}", "name": "S"}).json()
     tokens = add_limit(admin, subject_type="economy", subject_id=economy["id"], metric="tokens", window="day",
                        amount="1000000")  # fmt: skip
-    per_minute = add_limit(admin, subject_type="economy", subject_id=economy["id"], metric="requests",
-                           window="minute", amount="1000")  # fmt: skip
+    # A rolling bucket that refills one request in six minutes: the count read back is the settlement's.
+    per_hour = add_limit(admin, subject_type="economy", subject_id=economy["id"], metric="requests",
+                         window="hour", amount="10")  # fmt: skip
     outcome = make_outcome(economy["id"], user_id, prompt_tokens=30, completion_tokens=12)
 
     async def write_twice() -> None:
         registry = gateway.app.state.limits
         await registry.reload()
-        limits = tuple(registry.get(uuid.UUID(item["id"])) for item in (tokens, per_minute))
+        limits = tuple(registry.get(uuid.UUID(item["id"])) for item in (tokens, per_hour))
         settlement = Settlement(call_id=uuid.uuid4().hex, limits=limits, record_id=new_record_id())
         await gateway.app.state.call_sink.record(outcome, settlement)
         await gateway.app.state.call_sink.record(outcome, settlement)
 
     gateway.server.call_soon(write_twice(), timeout=60)
     assert status(admin, tokens["id"])["used"] == "42"
-    assert status(admin, per_minute["id"])["used"] == "1"
+    assert status(admin, per_hour["id"])["used"] == "1"
