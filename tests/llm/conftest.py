@@ -41,6 +41,14 @@ def provider_base(fake_provider: Any, provider: str) -> str:
     return f"{fake_provider.base_url}/v1" if provider == "openai" else fake_provider.base_url
 
 
+def credentialed_user(gateway: Gateway, fake_provider: Any, providers: tuple[str, ...]) -> User:
+    """A new user with a credential of each provider kind, pointing at the fake provider."""
+    user = gateway.user()
+    for provider in providers:
+        add_credential(user, provider, provider_base(fake_provider, provider))
+    return user
+
+
 def records_of_model(user: User, model: str, count: int = 1) -> list[dict[str, Any]]:
     """The user's usage records of `model` (tests give each a model of its own: unique_model), once
     there are at least `count` of them or 10 s have passed. A stream's record is written as the

@@ -27,7 +27,7 @@ from tests.conftest import GatewayFactory, default_test_config
 from tests.fakes import anthropic_wire, gemini_wire, openai_wire, responses_wire
 from tests.fakes.provider import FakeProvider
 from tests.fakes.script import Script
-from tests.llm.conftest import add_credential, provider_base, unique_model
+from tests.llm.conftest import credentialed_user, unique_model
 from tests.metering.conftest import usage_table_locked
 from tests.support.gateway import Gateway, User
 
@@ -43,10 +43,7 @@ def gateway(make_gateway: GatewayFactory, fake_provider: FakeProvider) -> Gatewa
 
 @pytest.fixture(scope="module")
 def user(gateway: Gateway, fake_provider: FakeProvider) -> User:
-    made = gateway.user()
-    for provider in ("openai", "anthropic", "gemini"):
-        add_credential(made, provider, provider_base(fake_provider, provider))
-    return made
+    return credentialed_user(gateway, fake_provider, ("openai", "anthropic", "gemini"))
 
 
 @dataclass

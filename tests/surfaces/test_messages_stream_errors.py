@@ -12,7 +12,11 @@ import pytest
 from tests.conftest import GatewayFactory, default_test_config
 from tests.fakes.anthropic_wire import error_event, message, stream_of, text
 from tests.fakes.provider import FakeProvider
-from tests.llm.conftest import add_credential, provider_base, records_of_model, unique_model
+from tests.llm.conftest import (
+    credentialed_user,
+    records_of_model,
+    unique_model,
+)
 from tests.support.gateway import Gateway, User
 
 HI = [{"role": "user", "content": "hi"}]
@@ -26,9 +30,7 @@ def gateway(make_gateway: GatewayFactory, fake_provider: FakeProvider) -> Gatewa
 
 @pytest.fixture(scope="module")
 def user(gateway: Gateway, fake_provider: FakeProvider) -> User:
-    made = gateway.user()
-    add_credential(made, "anthropic", provider_base(fake_provider, "anthropic"))
-    return made
+    return credentialed_user(gateway, fake_provider, ("anthropic",))
 
 
 def script_broken_stream(fake_provider: FakeProvider, model: str) -> None:

@@ -14,7 +14,11 @@ from tests.conftest import GatewayFactory, default_test_config
 from tests.fakes import responses_wire
 from tests.fakes.provider import FakeProvider
 from tests.fakes.script import Script
-from tests.llm.conftest import add_credential, provider_base, records_of_model, unique_model
+from tests.llm.conftest import (
+    credentialed_user,
+    records_of_model,
+    unique_model,
+)
 from tests.support.gateway import Gateway, User
 
 COUNTED = Script(prompt_tokens=321, completion_tokens=2)
@@ -27,9 +31,7 @@ def gateway(make_gateway: GatewayFactory, fake_provider: FakeProvider) -> Gatewa
 
 @pytest.fixture(scope="module")
 def user(gateway: Gateway, fake_provider: FakeProvider) -> User:
-    made = gateway.user()
-    add_credential(made, "openai", provider_base(fake_provider, "openai"))
-    return made
+    return credentialed_user(gateway, fake_provider, ("openai",))
 
 
 def started(model: str) -> list[bytes]:
