@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import cast
 
@@ -92,6 +92,81 @@ def test_values_given_again_as_the_same_object_or_a_new_one_are_each_stored_as_t
         async with engine.connect() as conn:
             stored = [r._asdict() for r in await conn.execute(select(HOLDS).order_by(HOLDS.c.amount))]
         assert stored == rows
+        transactions.close()
+        await engine.dispose()
+
+    asyncio.run(scenario())
+
+
+def test_rows_alternating_between_a_few_values_and_more_values_than_are_remembered_store_each_as_it_is(
+    tmp_path: Path,
+) -> None:
+    """The conversions are remembered by object, a few at a time: a call's holds alternate between
+    its limits' ids, and past what is remembered the memory starts over. Every row reads back as given,
+    including an id object equal to a remembered one and a time whose earlier object was freed."""
+
+    async def scenario() -> None:
+        import_all_models()
+        engine = make_engine(f"sqlite+aiosqlite:///{tmp_path / 'many.db'}")
+        async with engine.begin() as conn:
+            await conn.run_sync(Base.metadata.create_all)
+        transactions = WriteTransactions(engine)
+        limits = [uuid.uuid4(), uuid.uuid4(), uuid.uuid4()]
+        start = datetime(2026, 11, 26, 9, 0, 0, tzinfo=UTC)
+        rows = []
+        for index in range(200):  # three times what a processor remembers
+            rows.append(
+                {
+                    "call_id": f"call-{index}",
+                    "limit_id": limits[index % 3] if index % 5 else uuid.uuid4(),
+                    "amount": index,
+                    "lease_until": start + timedelta(microseconds=index // 2),
+                    "call": None,
+                }
+            )
+        for batch in (rows[:7], rows[7:100], rows[100:]):  # several statements share the memory
+            async with transactions.begin() as conn:
+                assert (await conn.execute(INSERT, batch)).rowcount == len(batch)
+        again = {**rows[0], "call_id": "again", "limit_id": uuid.UUID(str(rows[1]["limit_id"]))}
+        async with transactions.begin() as conn:
+            await conn.execute(INSERT, again)
+        async with engine.connect() as conn:
+            stored = [r._asdict() for r in await conn.execute(select(HOLDS).order_by(HOLDS.c.amount))]
+        assert sorted(stored, key=lambda r: (r["amount"], r["call_id"])) == sorted(
+            [*rows, again], key=lambda r: (r["amount"], r["call_id"])
+        )
+        transactions.close()
+        await engine.dispose()
+
+    asyncio.run(scenario())
+
+
+def test_a_time_made_anew_for_each_statement_is_stored_as_it_is(tmp_path: Path) -> None:
+    """Objects made for one statement and dropped after it: a new one may come at the same address,
+    and must not be taken for the one remembered there."""
+
+    async def scenario() -> None:
+        import_all_models()
+        engine = make_engine(f"sqlite+aiosqlite:///{tmp_path / 'anew.db'}")
+        async with engine.begin() as conn:
+            await conn.run_sync(Base.metadata.create_all)
+        transactions = WriteTransactions(engine)
+        limit = uuid.uuid4()
+        start = datetime(2026, 11, 26, 9, 0, 0, tzinfo=UTC)
+        for index in range(150):
+            async with transactions.begin() as conn:
+                row = {
+                    "call_id": f"call-{index}",
+                    "limit_id": limit,
+                    "amount": index,
+                    "lease_until": start + timedelta(seconds=index),
+                    "call": None,
+                }
+                await conn.execute(INSERT, [row])
+            del row
+        async with engine.connect() as conn:
+            stored = [(r.amount, r.lease_until) for r in await conn.execute(select(HOLDS))]
+        assert sorted(stored) == [(index, start + timedelta(seconds=index)) for index in range(150)]
         transactions.close()
         await engine.dispose()
 

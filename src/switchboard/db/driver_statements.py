@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import namedtuple
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import Uuid
@@ -46,26 +46,67 @@ class DriverResult:
 
 
 _Processor = Callable[[Any], Any]
-_NOTHING = object()
 
 
-def _remembering(kind: Any, process: _Processor | None) -> _Processor | None:
-    """A processor of immutable values (times, UUIDs) that remembers its last conversion: a limit's id,
-    a window's start or a lease given again, as the same object, is not converted again."""
-    if process is None or not isinstance(kind, (UTCDateTime, Uuid)):
-        return process
-    # One (value, converted) pair, replaced whole: a reader on another thread never sees half of one.
-    last: list[tuple[Any, Any]] = [(_NOTHING, None)]
+class _Remembered:
+    """A processor of immutable values (times, UUIDs) that remembers its recent conversions by the
+    object's identity: a limit's id, a window's start or a lease given again, as the same object, is
+    not converted again, even when the rows of one statement alternate between a few of them. The
+    lookup is inlined in the generated values function (`_values_builder`); `convert` is the miss."""
 
-    def remembered(value: Any) -> Any:
-        pair = last[0]
-        if value is pair[0]:
-            return pair[1]
-        converted = process(value)
-        last[0] = (value, converted)
+    __slots__ = ("known", "process")
+
+    KEEP = 64  # conversions remembered; past that the memory starts over
+
+    def __init__(self, process: _Processor) -> None:
+        self.process = process
+        # id -> (the object, its conversion): holding the object keeps its id from being reused. Each
+        # entry is set whole, so a reader on another thread sees an old entry or a new one.
+        self.known: dict[int, tuple[Any, Any]] = {}
+
+    def convert(self, value: Any) -> Any:
+        converted = self.process(value)
+        known = self.known
+        if len(known) >= self.KEEP:
+            known.clear()
+        known[id(value)] = (value, converted)
         return converted
 
-    return remembered
+
+def _remembering(kind: Any, process: _Processor | None) -> _Processor | _Remembered | None:
+    if process is None or not isinstance(kind, (UTCDateTime, Uuid)):
+        return process
+    return _Remembered(process)
+
+
+def _values_builder(
+    order: tuple[str, ...], processors: Sequence[_Processor | _Remembered | None], defaults: Mapping[str, Any]
+) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """A function from a statement's named parameters to its positional values, each converted by its
+    processor: generated once per statement, so that a row costs one tuple display rather than a loop
+    with a lookup, a test and a call per column (every settlement and reservation binds a dozen)."""
+    scope: dict[str, Any] = {}
+    items = []
+    for index, name in enumerate(order):
+        if name in defaults:
+            scope[f"d{index}"] = defaults[name]
+            read = f"p.get({name!r}, d{index})"
+        else:
+            read = f"p[{name!r}]"  # a missing parameter is a KeyError, as before
+        processor = processors[index]
+        if processor is None:
+            items.append(read)
+        elif isinstance(processor, _Remembered):
+            scope[f"k{index}"], scope[f"f{index}"] = processor.known, processor.convert
+            hit = f"q[1] if (q := k{index}.get(id(v))) is not None and q[0] is v else f{index}(v)"
+            items.append(f"(None if (v := {read}) is None else ({hit}))")
+        else:
+            scope[f"f{index}"] = processor
+            items.append(f"(None if (v := {read}) is None else f{index}(v))")
+    source = f"def values(p):\n    return ({', '.join(items)}{',' if len(items) == 1 else ''})\n"
+    exec(compile(source, "<driver statement values>", "exec"), scope)  # noqa: S102 - names are ours
+    values: Callable[[Mapping[str, Any]], tuple[Any, ...]] = scope["values"]
+    return values
 
 
 class DriverStatement:
@@ -78,7 +119,11 @@ class DriverStatement:
             name: binds[name].effective_value for name in self._order if not binds[name].required
         }
         processors: Mapping[str, _Processor] = compiled._bind_processors
-        self._processors = [_remembering(binds[name].type, processors.get(name)) for name in self._order]
+        self._values = _values_builder(
+            self._order,
+            [_remembering(binds[name].type, processors.get(name)) for name in self._order],
+            self._defaults,
+        )
         columns = compiled._result_columns
         row_type: Any = (
             namedtuple("Row", [entry.keyname for entry in columns], rename=True) if columns else None
@@ -86,13 +131,6 @@ class DriverStatement:
         self._make_row: Callable[[list[Any]], Any] | None = row_type._make if row_type is not None else None
         readers = [entry.type._cached_result_processor(dialect, None) for entry in columns]
         self._readers = [(index, read) for index, read in enumerate(readers) if read is not None]
-
-    def _values(self, parameters: Mapping[str, Any]) -> tuple[Any, ...]:
-        values = []
-        for name, processor in zip(self._order, self._processors, strict=True):
-            value = parameters[name] if name in parameters else self._defaults[name]
-            values.append(processor(value) if processor is not None and value is not None else value)
-        return tuple(values)
 
     def run(self, connection: sqlite3.Connection, parameters: Any) -> DriverResult:
         if isinstance(parameters, (list, tuple)):  # many rows (a concrete type: the check is cheap)

@@ -38,8 +38,11 @@ class InlineConnection:
     any other through SQLAlchemy, on the same connection and transaction.
     """
 
-    def __init__(self, connection: Connection, statements: DriverStatements) -> None:
+    def __init__(
+        self, connection: Connection, driver: sqlite3.Connection, statements: DriverStatements
+    ) -> None:
         self._connection = connection
+        self._driver = driver  # reached through SQLAlchemy's pool proxies, it costs a few calls each time
         self._statements = statements
 
     @property
@@ -49,13 +52,13 @@ class InlineConnection:
     @property
     def driver(self) -> sqlite3.Connection:
         """The sqlite3 connection itself, inside this transaction."""
-        return _driver(self._connection)
+        return self._driver
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
         prepared = self._statements.get(statement)
         if prepared is None:
             return self._connection.execute(statement, parameters)
-        return prepared.run(_driver(self._connection), parameters)
+        return prepared.run(self._driver, parameters)
 
     async def scalar(self, statement: Any, parameters: Any = None) -> Any:
         return (await self.execute(statement, parameters)).scalar()
@@ -84,11 +87,11 @@ class _InlineTransaction:
     back on an error), else an ordinary transaction. A class rather than a generator-based context
     manager: every reservation and settlement enters one."""
 
-    __slots__ = ("_connection", "_fallback", "_owner")
+    __slots__ = ("_driver", "_fallback", "_owner")
 
     def __init__(self, owner: WriteTransactions) -> None:
         self._owner = owner
-        self._connection: Connection | None = None
+        self._driver: sqlite3.Connection | None = None
         self._fallback: contextlib.AbstractAsyncContextManager[AsyncConnection] | None = None
 
     async def __aenter__(self) -> LedgerConnection:
@@ -104,25 +107,25 @@ class _InlineTransaction:
             owner._inline_lock.release()
             self._fallback = owner._engine.begin()
             return await self._fallback.__aenter__()
-        self._connection = connection
-        return InlineConnection(connection, owner._statements)
+        self._driver = owner._inline_driver()
+        return InlineConnection(connection, self._driver, owner._statements)
 
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> bool | None:
         if self._fallback is not None:
             return await self._fallback.__aexit__(kind, error, trace)
-        owner, connection = self._owner, self._connection
-        assert connection is not None
+        owner, driver = self._owner, self._driver
+        assert driver is not None
         try:
             if kind is not None:
                 try:
-                    _driver(connection).execute("ROLLBACK")
+                    driver.execute("ROLLBACK")
                 except Exception:
                     owner._drop_inline()  # closing it rolls the transaction back
                 return None
             try:
-                _driver(connection).execute("COMMIT")
+                driver.execute("COMMIT")
             except BaseException:
                 owner._drop_inline()
                 raise
@@ -138,6 +141,7 @@ class WriteTransactions:
         self._engine = engine
         self._sync: Engine | None = None
         self._inline: Connection | None = None
+        self._inline_sqlite: sqlite3.Connection | None = None  # the driver's connection under `_inline`
         self._inline_lock = asyncio.Lock()
         self._row_locks: dict[object, asyncio.Lock] = {}
         if engine.dialect.name == "sqlite":
@@ -151,10 +155,16 @@ class WriteTransactions:
             connection = self._sync.connect().execution_options(isolation_level="AUTOCOMMIT")
             connection.exec_driver_sql("PRAGMA busy_timeout=0")
             self._inline = connection
+            self._inline_sqlite = _driver(connection)
         return self._inline
+
+    def _inline_driver(self) -> sqlite3.Connection:
+        assert self._inline_sqlite is not None
+        return self._inline_sqlite
 
     def _drop_inline(self) -> None:
         connection, self._inline = self._inline, None
+        self._inline_sqlite = None
         if connection is not None:
             connection.invalidate()
             connection.close()
@@ -163,7 +173,7 @@ class WriteTransactions:
         """The inline connection inside BEGIN IMMEDIATE, or None while another connection writes."""
         connection = self._inline_connection()
         try:
-            _driver(connection).execute("BEGIN IMMEDIATE")
+            self._inline_driver().execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
             if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
                 self._drop_inline()

@@ -42,27 +42,46 @@ def refill_rate(limit: Limit) -> float:
     return limit.amount / ROLLING_SECONDS[limit.window] if limit.rolling else 0.0
 
 
-def window_start(window: str, now: datetime) -> datetime:
-    """The key of the counter `now` falls in: the UTC day or month, else EPOCH (one row)."""
+def _calendar_start(window: str, now: datetime) -> datetime:
     if window == "day":
         return now.replace(hour=0, minute=0, second=0, microsecond=0)
-    if window == "month":
-        return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    return EPOCH
+    return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def _calendar_end(window: str, start: datetime) -> datetime:
+    if window == "day":
+        return start + timedelta(days=1)
+    return (
+        start.replace(year=start.year + 1, month=1)
+        if start.month == 12
+        else start.replace(month=start.month + 1)
+    )
+
+
+# Per calendar window, the last (start, end) found: calls within one day or month get the same start
+# object back, which the ledger's statements then convert to the database's form only once.
+_CURRENT: dict[str, tuple[datetime, datetime]] = {}
+
+
+def window_start(window: str, now: datetime) -> datetime:
+    """The key of the counter `now` falls in: the UTC day or month, else EPOCH (one row)."""
+    if window != "day" and window != "month":
+        return EPOCH
+    if now.tzinfo is not UTC:  # the calendar is UTC's; other zones are not remembered
+        return _calendar_start(window, now)
+    current = _CURRENT.get(window)
+    if current is not None and current[0] <= now < current[1]:
+        return current[0]
+    start = _calendar_start(window, now)
+    _CURRENT[window] = (start, _calendar_end(window, start))
+    return start
 
 
 def resets_at(window: str, now: datetime) -> datetime | None:
     """When a calendar window starts over; for a rolling one, when its bucket would be full again
     is said by `bucket_full_at`; `total` never resets."""
-    if window == "day":
-        return window_start("day", now) + timedelta(days=1)
-    if window == "month":
-        start = window_start("month", now)
-        return (
-            start.replace(year=start.year + 1, month=1)
-            if start.month == 12
-            else start.replace(month=start.month + 1)
-        )
+    if window == "day" or window == "month":
+        return _calendar_end(window, window_start(window, now))
     return None
 
 
