@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from switchboard.db.write_transaction import WriteTransactions
 from switchboard.errors import BudgetExceeded, LimitRateExceeded, LimitRefused
@@ -47,9 +47,9 @@ class Hold:
             self._leases.discard(self.call_id)
 
 
-@dataclass(frozen=True)
-class Ask:
-    """What a call asks of its limits, known before the provider is called."""
+class Ask(NamedTuple):
+    """What a call asks of its limits, known before the provider is called (a tuple: every call under
+    a limit makes one, and a frozen dataclass sets each field through object.__setattr__)."""
 
     endpoint: str
     prompt_tokens: int

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import (
     BigInteger,
@@ -170,9 +170,9 @@ class Status:
     resets_at: datetime | None
 
 
-@dataclass(frozen=True)
-class Actual:
-    """What one finished call counts against one limit, in place of its hold."""
+class Actual(NamedTuple):
+    """What one finished call counts against one limit, in place of its hold (a tuple: every settled
+    call makes one per limit)."""
 
     limit: Limit
     amount: int
@@ -228,21 +228,27 @@ async def _sum_records(conn: LedgerConnection, limit: Limit, start: datetime | N
     return int(await conn.scalar(query) or 0)
 
 
+@functools.cache
+def _parameter_names(count: int) -> tuple[tuple[str, str], ...]:
+    return tuple((f"id{index}", f"ws{index}") for index in range(count))
+
+
 async def _standing(
     conn: LedgerConnection, limits: Sequence[Limit], now: datetime, *, create_missing: bool
-) -> tuple[list[int], list[int]]:
-    """(used, reserved) of each limit at `now`, in the order of `limits`."""
+) -> list[Standing]:
+    """What each limit has used and holds at `now`, in the order of `limits`."""
     parameters: dict[str, Any] = {"b_now": now}
-    for index, limit in enumerate(limits):
-        parameters[f"id{index}"] = limit.id
-        parameters[f"ws{index}"] = window_start(limit.window, now)
-    result = await conn.execute(_standings(tuple(limit.rolling for limit in limits)), parameters)
+    rolling = []
+    for (id_name, start_name), limit in zip(_parameter_names(len(limits)), limits, strict=True):
+        parameters[id_name] = limit.id
+        parameters[start_name] = window_start(limit.window, now)
+        rolling.append(limit.window in ROLLING_SECONDS)
+    result = await conn.execute(_standings(tuple(rolling)), parameters)
     row = iter(next(iter(result)))
-    used: list[int] = []
-    reserved: list[int] = []
+    standings: list[Standing] = []
     for index, limit in enumerate(limits):
         counted = next(row)
-        if limit.rolling:
+        if rolling[index]:
             since = next(row)
             counted = (
                 bucket_debt(limit.window, limit.amount, counted, since, now) if counted is not None else 0
@@ -256,9 +262,8 @@ async def _standing(
                     .values(limit_id=limit.id, window_start=start, used=counted, updated_at=now)
                     .on_conflict_do_nothing()
                 )
-        used.append(int(counted))
-        reserved.append(int(next(row) or 0))
-    return used, reserved
+        standings.append(Standing(limit, int(counted), int(next(row) or 0)))
+    return standings
 
 
 Planner = Callable[[list[Standing]], dict[uuid.UUID, int]]
@@ -281,22 +286,20 @@ async def reserve(
     async with transactions.rows_locked_here(ids), transactions.begin() as conn:
         now = utcnow()
         await lock_limits(conn, ids)
-        used, reserved = await _standing(conn, limits, now, create_missing=True)
-        needs = plan([Standing(*standing) for standing in zip(limits, used, reserved, strict=True)])
+        needs = plan(await _standing(conn, limits, now, create_missing=True))
         lease_until = now + timedelta(seconds=lease_seconds)
-        await conn.execute(
-            _ADD_HOLDS,
-            [
-                {
-                    "call_id": call_id,
-                    "limit_id": limit_id,
-                    "amount": amount,
-                    "lease_until": lease_until,
-                    "call": call if index == 0 else None,  # recovery needs it once per call
-                }
-                for index, (limit_id, amount) in enumerate(needs.items())
-            ],
-        )
+        holds: list[dict[str, object]] = [
+            {
+                "call_id": call_id,
+                "limit_id": limit_id,
+                "amount": amount,
+                "lease_until": lease_until,
+                "call": None,
+            }
+            for limit_id, amount in needs.items()
+        ]
+        holds[0]["call"] = call  # recovery needs it once per call
+        await conn.execute(_ADD_HOLDS, holds)
     return needs
 
 
@@ -401,7 +404,8 @@ async def status_of(engine: AsyncEngine, limit: Limit) -> Status:
     """`{used, reserved, remaining, resets_at}` as GET /limits/{id}/status shows it."""
     now = utcnow()
     async with engine.connect() as conn:
-        [used], [reserved] = await _standing(conn, [limit], now, create_missing=False)
+        [standing] = await _standing(conn, [limit], now, create_missing=False)
+    used, reserved = standing.used, standing.reserved
     remaining = max(limit.amount - used - reserved, 0)
     reset = _refill_at(limit, used, now) if limit.rolling else resets_at(limit.window, now)
     return Status(used=used, reserved=reserved, remaining=remaining, resets_at=reset)

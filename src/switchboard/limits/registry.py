@@ -24,6 +24,9 @@ _T = cast(Table, LimitRow.__table__)
 _ALL = select(*(column for column in _T.c if column.name != "time_window"), _T.c.time_window.label("window"))
 
 
+FOUND_KEPT = 10_000  # distinct callers remembered between reloads; past that the memory starts over
+
+
 class LimitRegistry:
     """`app.state.limits`."""
 
@@ -31,6 +34,8 @@ class LimitRegistry:
         self._engine = engine
         self._by_subject: dict[tuple[str, str], tuple[Limit, ...]] = {}
         self._by_id: dict[uuid.UUID, Limit] = {}
+        # What `applying` found per call's subjects since the last reload: the same callers call again.
+        self._found: dict[tuple[object, ...], tuple[Limit, ...]] = {}
         self._stale = True
 
     def changed(self) -> None:
@@ -52,6 +57,7 @@ class LimitRegistry:
             by_id[limit.id] = limit
         self._by_subject = {key: tuple(value) for key, value in by_subject.items()}
         self._by_id = by_id
+        self._found = {}
         self._stale = False
 
     async def applying(
@@ -61,13 +67,30 @@ class LimitRegistry:
         room_id: uuid.UUID | None,
         agent_id: str | None,
         api_key_id: uuid.UUID | None,
-    ) -> list[Limit]:
+    ) -> tuple[Limit, ...]:
         """Every limit on the call's economy, user, room, agent and api key (narrowed ones if they match)."""
         if self._stale:
             await self.reload()
+        if not self._by_subject:
+            return ()
+        subjects = (economy_id, user_id, room_id, agent_id, api_key_id)
+        found = self._found.get(subjects)
+        if found is None:
+            found = self._applying(economy_id, user_id, room_id, agent_id, api_key_id)
+            if len(self._found) >= FOUND_KEPT:
+                self._found = {}
+            self._found[subjects] = found
+        return found
+
+    def _applying(
+        self,
+        economy_id: uuid.UUID,
+        user_id: uuid.UUID,
+        room_id: uuid.UUID | None,
+        agent_id: str | None,
+        api_key_id: uuid.UUID | None,
+    ) -> tuple[Limit, ...]:
         by_subject = self._by_subject
-        if not by_subject:
-            return []
         keys = [("economy", str(economy_id)), ("user", str(user_id))]
         if room_id is not None:
             keys.append(("room", str(room_id)))
@@ -80,7 +103,7 @@ class LimitRegistry:
             for limit in by_subject.get(key, ()):
                 if limit.economy_id is None or limit.economy_id == economy_id:
                     found.append(limit)
-        return found
+        return tuple(found)
 
     def get(self, limit_id: uuid.UUID) -> Limit | None:
         return self._by_id.get(limit_id)

@@ -4,7 +4,7 @@ settlement every ending goes through (success, error, cancel; crash recovery in 
 
 from __future__ import annotations
 
-import uuid
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +53,7 @@ async def begin(state: Any, call: PreparedCall) -> None:
     """Holds the call's worst case against every limit that applies (402/429 when one does not fit),
     sets the output cap the gateway chose, and leaves what recovery needs with the idempotency claim.
     """
-    call.call_id = uuid.uuid4().hex
+    call.call_id = os.urandom(16).hex()  # 128 random bits, as a uuid4's hex, without the UUID object
     limits = await state.limits.applying(
         call.economy_id, call.principal.user_id, call.room_id, call.agent_id, call.principal.api_key_id
     )
