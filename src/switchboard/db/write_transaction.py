@@ -139,6 +139,7 @@ class WriteTransactions:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
+        self.dialect_name: str = engine.dialect.name
         self._sync: Engine | None = None
         self._inline: Connection | None = None
         self._inline_sqlite: sqlite3.Connection | None = None  # the driver's connection under `_inline`
@@ -196,9 +197,6 @@ class WriteTransactions:
             return _InlineTransaction(self)
         return self._engine.begin()
 
-    @property
-    def dialect_name(self) -> str:
-        return self._engine.dialect.name
 
     def driver_connection(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """PostgreSQL: a driver connection (asyncpg) of this process's own, outside any transaction:

@@ -29,39 +29,49 @@ class SettlingStatement:
         self._records = records
         self._actuals = actuals
         self._now = now
-        # The records' statement takes one array per column: the settlement's come after them.
-        self.sql = _settling_sql(records.sql, len(records.columns) + 1)
+        # The records' statement takes one array per column: the settlement's values come after them.
+        self.sql = _settling_sql(records.sql, len(records.columns) + 1, len(actuals))
 
     def parameters(self, rows: Sequence[Any]) -> list[Any]:
         arguments = list(self._records.parameters(rows)[0])
         actuals = self._actuals
-        arguments += [
-            [actual.limit.id for _, actual in actuals],
-            [actual.call_id for _, actual in actuals],
-            [record_id for record_id, _ in actuals],
-            [window_start(actual.limit.window, actual.at) for _, actual in actuals],
-            [actual.amount for _, actual in actuals],
-            [refill_rate(actual.limit) for _, actual in actuals],
-            self._now,
-        ]
+        arguments += [actual.limit.id for _, actual in actuals]
+        arguments += [actual.call_id for _, actual in actuals]
+        arguments += [record_id for record_id, _ in actuals]
+        arguments += [window_start(actual.limit.window, actual.at) for _, actual in actuals]
+        arguments += [actual.amount for _, actual in actuals]
+        arguments += [refill_rate(actual.limit) for _, actual in actuals]
+        arguments.append(self._now)
         return [arguments]
 
 
+_COLUMNS = ("uuid", "text", "uuid", "timestamptz", "bigint", "float8")  # limits, calls, records, ...
+
+
 @functools.cache
-def _settling_sql(records_sql: str, first: int) -> str:
-    limits, calls, records, starts, amounts, rates, now = (f"${first + index}" for index in range(7))
+def _settling_sql(records_sql: str, first: int, count: int) -> str:
+    """The settlement's arrays are built in SQL from one parameter per element, as the reservation's
+    are (limits.postgres_reserve): asyncpg encodes a scalar in C, an array with Python checks per
+    element. One prepared statement per number of holds settled in a batch."""
+    arrays = []
+    for column, kind in enumerate(_COLUMNS):
+        start = first + column * count
+        elements = ", ".join(f"${start + index}::{kind}" for index in range(count))
+        arrays.append(f"ARRAY[{elements}]::{kind}[]")  # typed even when empty
+    limits, calls, records, starts, amounts, rates = arrays
+    now = f"${first + len(_COLUMNS) * count}"
     refill = (
         "LEAST(floor(GREATEST(extract(epoch FROM excluded.updated_at - u.updated_at), 0) * excluded.rate),"
         " u.used)::bigint"
     )
     # Only parameter numbers go into the text; every value is an argument.
     settlement = (
-        f"released AS (DELETE FROM limit_holds h USING unnest({limits}::uuid[], {calls}::text[]) "  # noqa: S608
+        f"released AS (DELETE FROM limit_holds h USING unnest({limits}, {calls}) "  # noqa: S608
         "AS r(limit_id, call_id) WHERE h.limit_id = r.limit_id AND h.call_id = r.call_id), "
         "counted AS (INSERT INTO limit_usage AS u (limit_id, window_start, used, updated_at, rate) "
         f"SELECT s.limit_id, s.window_start, sum(s.used)::bigint, {now}::timestamptz, max(s.rate) "
-        f"FROM unnest({records}::uuid[], {limits}::uuid[], {starts}::timestamptz[], {amounts}::bigint[], "
-        f"{rates}::float8[]) AS s(record_id, limit_id, window_start, used, rate) "
+        f"FROM unnest({records}, {limits}, {starts}, {amounts}, {rates}) "
+        "AS s(record_id, limit_id, window_start, used, rate) "
         "JOIN new ON new.id = s.record_id GROUP BY s.limit_id, s.window_start "
         "ORDER BY s.limit_id, s.window_start "
         "ON CONFLICT (limit_id, window_start) DO UPDATE SET "
