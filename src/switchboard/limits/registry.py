@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -35,7 +35,7 @@ class LimitRegistry:
         self._by_subject: dict[tuple[str, str], tuple[Limit, ...]] = {}
         self._by_id: dict[uuid.UUID, Limit] = {}
         # What `applying` found per call's subjects since the last reload: the same callers call again.
-        self._found: dict[tuple[object, ...], tuple[Limit, ...]] = {}
+        self._found: dict[tuple[Any, ...], tuple[Limit, ...]] = {}
         self._stale = True
 
     def changed(self) -> None:
@@ -76,20 +76,14 @@ class LimitRegistry:
         subjects = (economy_id, user_id, room_id, agent_id, api_key_id)
         found = self._found.get(subjects)
         if found is None:
-            found = self._applying(economy_id, user_id, room_id, agent_id, api_key_id)
+            found = self._applying(subjects)
             if len(self._found) >= FOUND_KEPT:
                 self._found = {}
             self._found[subjects] = found
         return found
 
-    def _applying(
-        self,
-        economy_id: uuid.UUID,
-        user_id: uuid.UUID,
-        room_id: uuid.UUID | None,
-        agent_id: str | None,
-        api_key_id: uuid.UUID | None,
-    ) -> tuple[Limit, ...]:
+    def _applying(self, subjects: tuple[Any, ...]) -> tuple[Limit, ...]:
+        economy_id, user_id, room_id, agent_id, api_key_id = subjects
         by_subject = self._by_subject
         keys = [("economy", str(economy_id)), ("user", str(user_id))]
         if room_id is not None:
