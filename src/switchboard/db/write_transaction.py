@@ -197,7 +197,6 @@ class WriteTransactions:
             return _InlineTransaction(self)
         return self._engine.begin()
 
-
     def driver_connection(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """PostgreSQL: a driver connection (asyncpg) of this process's own, outside any transaction:
         each statement commits by itself, with no BEGIN or COMMIT round trip around it."""
