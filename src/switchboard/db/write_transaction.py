@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from switchboard.db.driver_statements import DriverStatements
 from switchboard.db.engine import make_sync_sqlite_engine
 from switchboard.db.kept_connections import KeptConnections
+from switchboard.db.wal_checkpoints import LoopCheckpoints
 
 # Pauses between attempts at SQLite's write lock before waiting for it in a thread (aiosqlite).
 INLINE_RETRY_PAUSES = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016)
@@ -129,6 +130,7 @@ class _InlineTransaction:
             except BaseException:
                 owner._drop_inline()
                 raise
+            owner._committed_inline()
             return None
         finally:
             owner._inline_lock.release()
@@ -145,9 +147,11 @@ class WriteTransactions:
         self._inline_sqlite: sqlite3.Connection | None = None  # the driver's connection under `_inline`
         self._inline_lock = asyncio.Lock()
         self._row_locks: dict[object, asyncio.Lock] = {}
+        self._checkpoints: LoopCheckpoints | None = None
         if engine.dialect.name == "sqlite":
             self._sync = make_sync_sqlite_engine(engine.url.render_as_string(hide_password=False))
             self._statements = DriverStatements(self._sync.dialect)
+            self._checkpoints = LoopCheckpoints(self._sync, self._inline_lock)
         self._kept = KeptConnections(engine)
 
     def _inline_connection(self) -> Connection:
@@ -155,9 +159,14 @@ class WriteTransactions:
             assert self._sync is not None
             connection = self._sync.connect().execution_options(isolation_level="AUTOCOMMIT")
             connection.exec_driver_sql("PRAGMA busy_timeout=0")
+            connection.exec_driver_sql("PRAGMA wal_autocheckpoint=0")  # db/wal_checkpoints.py does it
             self._inline = connection
             self._inline_sqlite = _driver(connection)
         return self._inline
+
+    def _committed_inline(self) -> None:
+        assert self._checkpoints is not None
+        self._checkpoints.committed()
 
     def _inline_driver(self) -> sqlite3.Connection:
         assert self._inline_sqlite is not None
@@ -226,9 +235,13 @@ class WriteTransactions:
 
     async def aclose(self) -> None:
         await self._kept.close()
+        if self._checkpoints is not None:
+            await self._checkpoints.finished()
         self.close()
 
     def close(self) -> None:
         self._drop_inline()
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         if self._sync is not None:
             self._sync.dispose()
