@@ -40,7 +40,7 @@ class LoopCheckpoints:
     def committed(self) -> None:
         """A transaction committed on the loop's thread; every `every`, a checkpoint is started."""
         self._commits += 1
-        if self._commits >= self._every and self._task is None:
+        if self._commits >= self._every and self._task is None and not self._closed:
             self._commits = 0
             self._task = asyncio.get_running_loop().create_task(self._run())
 
