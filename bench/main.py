@@ -90,6 +90,11 @@ def run(opts: Options) -> int:
 
             (profile.run if opts.profile else clients.run)(opts, upstream)
             return 0
+        if opts.limits_delta:
+            from bench import limits_delta
+
+            limits_delta.run(opts, upstream, opts.limits_delta)
+            return 0
         if opts.instructions:
             from bench import instructions
 

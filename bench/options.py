@@ -29,6 +29,8 @@ class Options:
     results: Path
     # Every measured call runs under two limits (cost/month and requests/minute on its economy).
     limits: bool = False
+    # Rounds of phases with and without those limits in one gateway process (0: not asked for).
+    limits_delta: int = 0
     # The provider kinds the gateway's calls go to (each its own row; the upstream answers each in
     # its own wire format).
     providers: tuple[str, ...] = ("openai",)
@@ -78,6 +80,14 @@ def parse(argv: list[str] | None = None) -> Options:
         help="put two limits (cost/month, requests/minute, never reached) on the calls' economy",
     )
     parser.add_argument(
+        "--limits-delta",
+        type=int,
+        default=0,
+        metavar="N",
+        help="time what --limits's two limits add to a call: one gateway (one worker), N rounds of "
+        "phases without and with them, alternated A-B-B-A",
+    )
+    parser.add_argument(
         "--pg-admin-dsn",
         default="postgresql://postgres@127.0.0.1:5432/postgres",
         help="where a fresh database is created and dropped (trust auth by default)",
@@ -116,6 +126,7 @@ def parse(argv: list[str] | None = None) -> Options:
         clients=args.clients,
         pg_admin_dsn=args.pg_admin_dsn,
         limits=args.limits,
+        limits_delta=args.limits_delta,
         providers=providers,
         instructions=args.instructions,
         work=BENCH_DIR / ".work",
