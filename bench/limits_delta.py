@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import statistics
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -65,13 +66,18 @@ class _Switch:
         self.ids = ()
 
 
-def _confirm(target: Target, limited: bool) -> None:
-    """The gateway applies the change (its registry reloads on commit) before a phase is timed."""
-    reply = call(target.json)
-    if reply.status != 200 or (_HEADER in reply.headers) != limited:
-        found = "with" if _HEADER in reply.headers else "without"
-        wanted = "under" if limited else "free of"
-        raise BenchError(f"expected a call {wanted} limits, got {reply.status} {found} {_HEADER}")
+def _confirm(target: Target, limited: bool, patience: float = 5.0) -> None:
+    """The gateway applies the change (its registry reloads once the change commits) before a phase."""
+    deadline = time.monotonic() + patience
+    while True:
+        reply = call(target.json)
+        if reply.status == 200 and (_HEADER in reply.headers) == limited:
+            return
+        if time.monotonic() > deadline:
+            found = "with" if _HEADER in reply.headers else "without"
+            wanted = "under" if limited else "free of"
+            raise BenchError(f"expected a call {wanted} limits, got {reply.status} {found} {_HEADER}")
+        time.sleep(0.02)
 
 
 def _phases(opts: Options, target: Target, switch: _Switch, limited: bool) -> dict[_Key, tuple[float, float]]:
