@@ -118,12 +118,16 @@ BENCH_LIMITS = (
 )
 
 
-def _limit_calls(port: int, admin: str) -> None:
+def limit_calls(port: int, admin: str) -> tuple[str, ...]:
+    """Puts BENCH_LIMITS on the default economy; their ids."""
+    ids = []
     for limit in BENCH_LIMITS:
         body = {"subject_type": "economy", "subject_id": "default", **limit}
         reply = _post(port, "/limits", admin, body)
         if reply.status != 201:
             raise BenchError(f"POST /limits answered {reply.status}: {reply.body[:300]!r}")
+        ids.append(str(json.loads(reply.body)["id"]))
+    return tuple(ids)
 
 
 def _start(env: Mapping[str, str], port: int, workers: int, log: Path) -> Child:
@@ -220,7 +224,7 @@ def prepared(db: str, opts: Options, upstream: Upstream) -> Iterator[Prepared]:
             }
             admin = _mint(env, str(uuid.uuid4()), role="Admin")
             if opts.limits:
-                _limit_calls(port, admin)
+                limit_calls(port, admin)
         finally:
             child.stop()
         marker = f" {database_url.rsplit('/', 1)[1]} " if db == "postgres" else None

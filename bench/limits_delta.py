@@ -10,8 +10,8 @@ call; the report gives their mean and range beside each side's own.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-import json
 import statistics
 import time
 from collections import defaultdict
@@ -21,7 +21,7 @@ from bench import gateway
 from bench.load import run_wrk
 from bench.measure import say
 from bench.options import REPO, Options
-from bench.probe import Reply, call, time_to_first_answer
+from bench.probe import call, time_to_first_answer
 from bench.processes import BenchError
 from bench.target import MODES, Endpoint, Mode, Target
 from bench.upstream import Upstream
@@ -41,26 +41,14 @@ class _Switch:
     admin: str
     ids: tuple[str, ...] = ()
 
-    def _request(self, method: str, path: str, body: dict[str, object] | None = None) -> Reply:
-        data = json.dumps(body).encode() if body is not None else b""
-        url = f"http://127.0.0.1:{self.port}{path}"
-        return call(Endpoint(url, data, {"Authorization": f"Bearer {self.admin}"}), method=method)
-
     def on(self) -> None:
-        if self.ids:
-            return  # on already: A-B-B-A's rounds meet on the same side
-        created = []
-        for limit in gateway.BENCH_LIMITS:
-            body = {"subject_type": "economy", "subject_id": "default", **limit}
-            reply = self._request("POST", "/limits", body)
-            if reply.status != 201:
-                raise BenchError(f"POST /limits answered {reply.status}: {reply.body[:300]!r}")
-            created.append(str(json.loads(reply.body)["id"]))
-        self.ids = tuple(created)
+        if not self.ids:  # else on already: A-B-B-A's rounds meet on the same side
+            self.ids = gateway.limit_calls(self.port, self.admin)
 
     def off(self) -> None:
         for limit_id in self.ids:
-            reply = self._request("DELETE", f"/limits/{limit_id}")
+            url = f"http://127.0.0.1:{self.port}/limits/{limit_id}"
+            reply = call(Endpoint(url, b"", {"Authorization": f"Bearer {self.admin}"}), method="DELETE")
             if reply.status != 204:
                 raise BenchError(f"DELETE /limits/{limit_id} answered {reply.status}: {reply.body[:300]!r}")
         self.ids = ()
@@ -80,17 +68,17 @@ def _confirm(target: Target, limited: bool, patience: float = 5.0) -> None:
         time.sleep(0.02)
 
 
-def _phases(opts: Options, target: Target, switch: _Switch, limited: bool) -> dict[_Key, tuple[float, float]]:
+def _phases(opts: Options, target: Target, switch: _Switch, limited: bool) -> dict[_Key, float]:
     (switch.on if limited else switch.off)()
     _confirm(target, limited)
-    found: dict[_Key, tuple[float, float]] = {}
+    found: dict[_Key, float] = {}
     for mode in MODES:
         for concurrency in opts.concurrency:
             run_wrk(opts.work, target, mode, concurrency, 1, warmup=True)  # counters, caches, pools
             result = run_wrk(opts.work, target, mode, concurrency, opts.seconds)
             if result.errors.total:
                 raise BenchError(f"{mode} c={concurrency}: {result.errors.total} errors")
-            found[(mode, concurrency)] = (result.cpu_ms_per_call, result.db_cpu_ms_per_call)
+            found[(mode, concurrency)] = result.cpu_ms_per_call
             db = f" + db {result.db_cpu_ms_per_call:.3f}" if result.db_cpu_seconds else ""
             side = LIMITED if limited else FREE
             say(f"    {side:10} {mode:6} c={concurrency:<3} cpu {result.cpu_ms_per_call:.3f}{db} ms/call")
@@ -116,13 +104,14 @@ def _table(db: str, rounds: int, seconds: int, cpu: dict[tuple[str, _Key], list[
         row = f"| {key[0]}, c={key[1]} | {_spread(free)} | {_spread(limited)} | {_spread(added)} |"
         lines.append(row)
     if dbcpu:
-        lines += ["", "PostgreSQL server's CPU per call is in the `db` lines above, not in these figures."]
+        lines += ["", "The PostgreSQL server's own CPU is not in these figures (the phase lines print it)."]
     return "\n".join(lines) + "\n"
 
 
 def run(opts: Options, upstream: Upstream, rounds: int) -> None:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d-%H%M")
     sections = [f"# What two limits add to a call, {stamp} (`bench/run --limits-delta {rounds}`)\n"]
+    opts = dataclasses.replace(opts, limits=False)  # the limits are this run's to switch, from off
     for db in opts.dbs:
         say(f"\n== Switchboard on {db}: limits on and off in one process, {rounds} rounds")
         cpu: dict[tuple[str, _Key], list[float]] = defaultdict(list)
@@ -137,7 +126,7 @@ def run(opts: Options, upstream: Upstream, rounds: int) -> None:
                     order = (False, True) if index % 2 == 0 else (True, False)
                     say(f"  round {index + 1}")
                     for limited in order:
-                        for key, (ms, _) in _phases(opts, target, switch, limited).items():
+                        for key, ms in _phases(opts, target, switch, limited).items():
                             cpu[(LIMITED if limited else FREE, key)].append(ms)
             finally:
                 child.stop()

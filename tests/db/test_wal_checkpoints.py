@@ -49,9 +49,8 @@ def test_the_log_of_commits_on_the_loop_is_checkpointed_elsewhere_and_stays_boun
                         "call": record,
                     }
                     await conn.execute(INSERT, [row])
-                await asyncio.sleep(
-                    0
-                )  # as a server's calls do between transactions: a started checkpoint's turn
+                # As a server's calls do between transactions: a started checkpoint gets its turn.
+                await asyncio.sleep(0)
             checkpoints = transactions._checkpoints
             assert checkpoints is not None
             await checkpoints.finished()
