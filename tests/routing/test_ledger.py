@@ -6,6 +6,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import openai
+import pytest
+
 from tests.routing.conftest import Caller, key
 from tests.support.gateway import Gateway
 
@@ -77,3 +80,100 @@ def test_a_summary_counts_each_attempt_as_a_request(caller: Caller, routing_gate
     summary = admin.client.get(f"/economies/{slug}/usage/summary", params={"group_by": "model"})
     assert summary.status_code == 200, summary.text
     assert summary.json()["totals"]["requests"] == 2
+
+
+def _cost_limit(routing_gateway: Gateway, caller: Caller, amount: int) -> str:
+    admin = routing_gateway.user(role="Admin")
+    body = {
+        "subject_type": "user",
+        "subject_id": str(caller.user.id),
+        "metric": "cost",
+        "window": "day",
+        "amount": str(amount),
+    }
+    response = admin.client.post("/limits", json=body)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def _held(raw: Any, amount: int) -> int:
+    """What a caller's first call held against a fresh cost limit: the budget it says is left is the
+    amount less the call's hold."""
+    return amount - int(raw.headers["x-switchboard-budget-remaining"])
+
+
+def _new_caller(routing_gateway: Gateway, fake_provider: Any) -> Caller:
+    user = routing_gateway.user()
+    sdk = openai.OpenAI(base_url=f"{routing_gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    return Caller(user=user, sdk=sdk, fake_provider=fake_provider)
+
+
+AMPLE = 10**12  # nano-units: a budget no call here comes near
+
+
+def test_a_call_that_may_fall_back_holds_its_pricier_fallbacks_worst_case(
+    caller: Caller, routing_gateway: Gateway, fake_provider: Any
+) -> None:
+    # Two callers with the same request under the same budget: one with only an openai key (gpt-4o-mini
+    # is its one route), one that may also fall back to claude-3-5-haiku (about seven times the price).
+    alone = _new_caller(routing_gateway, fake_provider)
+    alone.add_key("openai", key())
+    _cost_limit(routing_gateway, alone, AMPLE)
+    caller.add_key("openai", key())
+    caller.add_key("anthropic", key())
+    _cost_limit(routing_gateway, caller, AMPLE)
+
+    mini_only = _held(alone.chat(max_tokens=1000), AMPLE)
+    may_fall_back = caller.chat(max_tokens=1000)
+    assert may_fall_back.headers["x-switchboard-attempts"] == "1"  # answered by gpt-4o-mini
+    held = _held(may_fall_back, AMPLE)
+    assert held > 5 * mini_only
+
+    # What it held is what the same request held when claude-3-5-haiku was its only model.
+    haiku = _new_caller(routing_gateway, fake_provider)
+    haiku.add_key("anthropic", key())
+    _cost_limit(routing_gateway, haiku, AMPLE)
+    assert _held(haiku.chat("anthropic/claude-3-5-haiku-latest", max_tokens=1000), AMPLE) == held
+    alone.sdk.close()
+    haiku.sdk.close()
+
+
+def test_a_fallback_whose_worst_case_does_not_fit_the_budget_is_left_out(
+    caller: Caller, routing_gateway: Gateway, fake_provider: Any
+) -> None:
+    probe = _new_caller(routing_gateway, fake_provider)
+    probe.add_key("openai", key())
+    _cost_limit(routing_gateway, probe, AMPLE)
+    mini_worst = _held(probe.chat(max_tokens=1000), AMPLE)
+    probe.sdk.close()
+
+    # Room for gpt-4o-mini's worst case, not for claude-3-5-haiku's: the fallback would overspend.
+    limit_id = _cost_limit(routing_gateway, caller, mini_worst + 1)
+    caller.add_key("openai", key("down"))
+    anthropic = key()
+    caller.add_key("anthropic", anthropic)
+    with pytest.raises(openai.InternalServerError) as raised:
+        caller.chat(max_tokens=1000)
+    assert raised.value.status_code == 502
+    assert raised.value.response.headers["x-switchboard-attempts"] == "1"
+    assert caller.tried(anthropic) == 0
+    admin = routing_gateway.user(role="Admin")
+    standing = admin.client.get(f"/limits/{limit_id}/status").json()
+    assert (standing["used"], standing["reserved"]) == ("0", "0")  # the failed attempt cost nothing
+
+
+def test_a_fallback_that_fits_stays_in_the_plan_and_answers(
+    caller: Caller, routing_gateway: Gateway, fake_provider: Any
+) -> None:
+    limit_id = _cost_limit(routing_gateway, caller, AMPLE)
+    caller.add_key("openai", key("down"))
+    anthropic = key()
+    caller.add_key("anthropic", anthropic)
+    raw = caller.chat(max_tokens=1000)
+    assert raw.headers["x-switchboard-attempts"] == "2"
+    assert caller.tried(anthropic) == 1
+    admin = routing_gateway.user(role="Admin")
+    standing = admin.client.get(f"/limits/{limit_id}/status").json()
+    answered = caller.records(raw.headers["x-request-id"])[-1]
+    assert standing["used"] == answered["cost"]
+    assert standing["reserved"] == "0"

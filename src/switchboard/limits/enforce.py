@@ -47,6 +47,14 @@ class Hold:
             self._leases.discard(self.call_id)
 
 
+class Fallback(NamedTuple):
+    """A model a later route of the call may fall back to (SPEC §14), other than the first route's:
+    the hold covers its worst case too, or the call leaves it out."""
+
+    prices: Prices | None
+    model_max: int  # its largest answer (0 for embeddings)
+
+
 class Ask(NamedTuple):
     """What a call asks of its limits, known before the provider is called (a tuple: every call under
     a limit makes one, and a frozen dataclass sets each field through object.__setattr__)."""
@@ -54,9 +62,10 @@ class Ask(NamedTuple):
     endpoint: str
     prompt_tokens: int
     own_cap: int | None  # the caller's max_tokens / max_completion_tokens
-    model_max: int  # the model's largest answer (0 for embeddings)
-    prices: Prices | None
+    model_max: int  # the first route's model's largest answer (0 for embeddings)
+    prices: Prices | None  # the first route's model's
     markup_bps: int
+    fallbacks: tuple[Fallback, ...] = ()
 
 
 # The output cap's field in each request family (SPEC §13: the cap is sent as the family's field).
@@ -78,17 +87,18 @@ def cap_field(endpoint: str) -> str:
     return _CAP_FIELDS.get(endpoint, _CHAT_CAPS)[0]
 
 
-def _priced(ask: Ask) -> bool:
+def _priced(prices: Prices | None, model_max: int) -> bool:
     return (
-        ask.prices is not None
-        and ask.prices.input_per_mtok is not None
-        and (ask.model_max == 0 or ask.prices.output_per_mtok is not None)
+        prices is not None
+        and prices.input_per_mtok is not None
+        and (model_max == 0 or prices.output_per_mtok is not None)
     )
 
 
-def _cost(ask: Ask, completion: int) -> int:
-    assert ask.prices is not None
-    return cost_nanos(ask.prices, ask.prompt_tokens, completion, ask.markup_bps) or 0
+def _cost(ask: Ask, completion: int, prices: Prices | None = None) -> int:
+    prices = prices or ask.prices
+    assert prices is not None
+    return cost_nanos(prices, ask.prompt_tokens, completion, ask.markup_bps) or 0
 
 
 def _largest_cost_fit(ask: Ask, remaining: int, upper: int) -> int:
@@ -99,15 +109,18 @@ def _largest_cost_fit(ask: Ask, remaining: int, upper: int) -> int:
 
 @dataclass
 class Plan:
-    """Filled in by `decide` inside the reservation's transaction."""
+    """Filled in by `decide` inside the reservation's transaction (which may decide more than once)."""
 
     ask: Ask
     cap: int | None = None  # the output cap the gateway set, if it set one
     headers: dict[str, str] = field(default_factory=dict)
+    # Per `ask.fallbacks`, whether the hold covers it; the call leaves out those it does not.
+    covered: tuple[bool, ...] = ()
 
     def decide(self, standings: list[Standing]) -> dict[uuid.UUID, int]:
         ask = self.ask
-        priced = _priced(ask)
+        self.cap = None
+        priced = _priced(ask.prices, ask.model_max)
         if not priced:
             for standing in standings:
                 if standing.limit.metric == "cost" and not standing.limit.allow_unpriced:
@@ -143,10 +156,51 @@ class Plan:
         now = utcnow()
         if refused:
             raise _refusal(refused, now)
+        if ask.fallbacks:
+            bound = ask.own_cap if ask.own_cap is not None else self.cap
+            self.covered = _cover_fallbacks(ask, standings, needs, bound)
         self.headers = _headers(standings, needs, now)
         if self.cap is not None:
             self.headers["x-switchboard-max-tokens"] = str(self.cap)
         return needs
+
+
+def _cover_fallbacks(
+    ask: Ask, standings: list[Standing], needs: dict[uuid.UUID, int], cap: int | None
+) -> tuple[bool, ...]:
+    """Raises `needs` to the worst case of every fallback model that fits what each limit has left,
+    and says which do. The first route's needs (already in `needs`) decided the cap and the refusal:
+    a pricier fallback never shrinks the answer the first route may give, it only goes unused."""
+    covered = []
+    for fallback in ask.fallbacks:
+        # The answer is bounded by the cap in the request (the caller's or the gateway's), else by
+        # the fallback model's own largest answer.
+        completion = min(cap, fallback.model_max) if cap is not None else fallback.model_max
+        priced = _priced(fallback.prices, fallback.model_max)
+        asks: list[tuple[uuid.UUID, int]] = []
+        for standing in standings:
+            limit = standing.limit
+            if limit.metric == "requests":
+                need = 1
+            elif limit.metric == "tokens":
+                need = ask.prompt_tokens + completion
+            elif priced:
+                need = _cost(ask, completion, fallback.prices)
+            elif limit.allow_unpriced:
+                need = 0
+            else:
+                break  # a cost limit that admits priced models only: this model cannot be metered
+            if need > standing.remaining:
+                break
+            asks.append((limit.id, need))
+        else:
+            for limit_id, need in asks:
+                if need > needs[limit_id]:
+                    needs[limit_id] = need
+            covered.append(True)
+            continue
+        covered.append(False)
+    return tuple(covered)
 
 
 def _unpriced(limit: Limit) -> BudgetExceeded:
@@ -211,8 +265,9 @@ async def reserve(
     call_id: str,
     call: object | None,  # kept as JSON, for recovery
     lease_seconds: float,
-) -> tuple[Hold, int | None]:
-    """Holds the call's worst case, or raises 402/429; returns the hold and the cap the gateway set.
+) -> tuple[Hold, Plan]:
+    """Holds the call's worst case, or raises 402/429; returns the hold and what was decided (the cap
+    the gateway set, the fallbacks the hold covers).
 
     The hold's lease is renewed with every other live call's by the upkeep loop until `stop()`.
     """
@@ -225,4 +280,4 @@ async def reserve(
             transactions, limits, plan.decide, call_id=call_id, call=call, lease_seconds=lease_seconds
         )
     leases.add(call_id)
-    return Hold(call_id=call_id, limits=tuple(limits), headers=plan.headers, _leases=leases), plan.cap
+    return Hold(call_id=call_id, limits=tuple(limits), headers=plan.headers, _leases=leases), plan

@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from switchboard.config_file import ModelEntry
 from switchboard.errors import LimitRefused
 from switchboard.idempotency.service import StoredResponse
 from switchboard.limits import enforce
@@ -15,16 +16,35 @@ from switchboard.llm.context import PreparedCall
 from switchboard.llm.outcomes import build_outcome, prompt_estimate
 from switchboard.metering.outcome import CallOutcome, Settlement
 from switchboard.observability import events
+from switchboard.upstream.prices import litellm_max_output
 
 GATEWAY_CRASHED = "gateway_crashed"
 
 
-def _model_max(call: PreparedCall) -> int:
-    if call.endpoint == "embeddings":
+def _model_max(endpoint: str, model: ModelEntry) -> int:
+    if endpoint == "embeddings":
         return 0
-    from switchboard.upstream.prices import litellm_max_output
+    return litellm_max_output(model.provider, model.model) or enforce.DEFAULT_MAX_OUTPUT
 
-    return litellm_max_output(call.model.provider, call.model.model) or enforce.DEFAULT_MAX_OUTPUT
+
+async def _fallbacks(
+    state: Any, call: PreparedCall, priced: bool
+) -> tuple[list[ModelEntry], tuple[enforce.Fallback, ...]]:
+    """The models the call's later routes may fall back to (SPEC §14), other than the first route's,
+    each once: a call's hold covers every model it may end up calling."""
+    first = call.model
+    models: dict[tuple[str, str], ModelEntry] = {}
+    for route in call.routes:
+        model = route.model
+        if model.provider != first.provider or model.model != first.model:
+            models.setdefault((model.provider, model.model), model)
+    fallbacks = []
+    for model in models.values():
+        prices = None
+        if priced:
+            prices, _ = await state.call_sink.price_of(call.economy_id, model.provider, model.model)
+        fallbacks.append(enforce.Fallback(prices, _model_max(call.endpoint, model)))
+    return list(models.values()), tuple(fallbacks)
 
 
 @dataclass(frozen=True)
@@ -60,20 +80,23 @@ async def begin(state: Any, call: PreparedCall) -> None:
     record = recovery_record(call) if limits or call.claim is not None else None
     if limits:
         prices, markup = None, 0
-        if any(limit.metric == "cost" for limit in limits):
+        priced = any(limit.metric == "cost" for limit in limits)
+        if priced:
             prices, markup = await state.call_sink.price_of(
                 call.economy_id, call.model.provider, call.model.model
             )
+        models, fallbacks = await _fallbacks(state, call, priced) if len(call.routes) > 1 else ([], ())
         ask = enforce.Ask(
             endpoint=call.endpoint,
             prompt_tokens=prompt_estimate(call.body),
             own_cap=enforce.own_cap(call.endpoint, call.body),
-            model_max=_model_max(call),
+            model_max=_model_max(call.endpoint, call.model),
             prices=prices,
             markup_bps=markup,
+            fallbacks=fallbacks,
         )
         try:
-            call.hold, cap = await enforce.reserve(
+            call.hold, plan = await enforce.reserve(
                 state.write_transactions,
                 state.hold_leases,
                 limits,
@@ -85,8 +108,12 @@ async def begin(state: Any, call: PreparedCall) -> None:
         except LimitRefused:
             events.limit_refused(state)
             raise
-        if cap is not None:
-            call.body[enforce.cap_field(call.endpoint)] = cap
+        if plan.cap is not None:
+            call.body[enforce.cap_field(call.endpoint)] = plan.cap
+        if not all(plan.covered):
+            # A fallback whose worst case does not fit what is left would overspend: never taken.
+            left_out = {(m.provider, m.model) for m, ok in zip(models, plan.covered, strict=True) if not ok}
+            call.routes = [r for r in call.routes if (r.model.provider, r.model.model) not in left_out]
     if call.claim is not None and record is not None:
         await state.idempotency.attach(call.claim, record)
 
