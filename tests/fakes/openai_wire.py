@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from switchboard.upstream.prices import litellm_max_output
 from tests.fakes.script import CREATED, Script
 
 FINGERPRINT = "fp_fake"
@@ -204,6 +205,23 @@ def error(script: Script, api_key: str | None) -> tuple[int, dict[str, Any]]:
     return script.status or status, {
         "error": {"message": script.message or message, "type": type_, "param": None, "code": code}
     }
+
+
+def cap_refusal(body: dict[str, Any]) -> dict[str, Any] | None:
+    """OpenAI's 400 for a chat cap above what the model can answer (its largest answer as litellm's
+    map knows it; a model the map does not know takes any cap)."""
+    model = body.get("model")
+    largest = litellm_max_output("openai", model) if isinstance(model, str) else None
+    for name in ("max_completion_tokens", "max_tokens"):
+        asked = body.get(name)
+        if largest is not None and isinstance(asked, int) and asked > largest:
+            message = (
+                f"{name} is too large: {asked}. This model supports at most {largest} completion tokens, "
+                f"whereas you provided {asked}."
+            )
+            return {"error": {"message": message, "type": "invalid_request_error", "param": name,
+                              "code": "invalid_value"}}  # fmt: skip
+    return None
 
 
 def stream_error(message: str, type_: str = "server_error", code: str | int | None = None) -> bytes:

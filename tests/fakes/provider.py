@@ -222,6 +222,11 @@ class FakeProvider:
             record.status = status
             await _send_json(send, status, error, extra)
             return
+        refusal = openai_wire.cap_refusal(body) if op == "chat" else None
+        if refusal is not None:
+            record.status = 400
+            await _send_json(send, 400, refusal)
+            return
         n = next(self._ids)
         if op == "models":
             await _send_json(send, 200, openai_wire.models_body(self.models))

@@ -285,3 +285,18 @@ async def test_litellm_gemini_tool_call_and_invalid_key(fake_provider: FakeProvi
     with pytest.raises(litellm.AuthenticationError) as caught:  # litellm recognises Gemini's 400
         await litellm.acompletion(**common)
     assert "API_KEY_INVALID" in str(caught.value)
+
+
+def test_a_chat_cap_above_what_the_model_can_answer_is_refused_as_openai_does(sdk: openai.OpenAI) -> None:
+    messages: list[Any] = [{"role": "user", "content": "hi"}]
+    with pytest.raises(openai.BadRequestError) as refused:
+        sdk.chat.completions.create(model="gpt-4o-mini", messages=messages, max_completion_tokens=16385)
+    assert refused.value.code == "invalid_value"
+    assert refused.value.param == "max_completion_tokens"
+    assert "at most 16384 completion tokens" in refused.value.message
+    answered = sdk.chat.completions.create(
+        model="gpt-4o-mini", messages=messages, max_completion_tokens=16384
+    )
+    assert answered.choices[0].message.content == DEFAULT_REPLY
+    # A model litellm's map does not know takes any cap.
+    sdk.chat.completions.create(model=unique("own"), messages=messages, max_tokens=10**6)

@@ -177,3 +177,20 @@ def test_a_fallback_that_fits_stays_in_the_plan_and_answers(
     answered = caller.records(raw.headers["x-request-id"])[-1]
     assert standing["used"] == answered["cost"]
     assert standing["reserved"] == "0"
+
+
+def test_the_cap_a_budget_set_is_brought_within_a_fallback_model_that_answers_less(
+    caller: Caller, routing_gateway: Gateway
+) -> None:
+    # claude-sonnet-4-5 ($3/$15, up to 64,000 tokens) first, gpt-4o-mini (up to 16,384) as fallback. The
+    # budget affords sonnet about 20,000 tokens, a cap gpt-4o-mini's provider would refuse (400).
+    _cost_limit(routing_gateway, caller, 20_000 * 15_000 + 1_000 * 3_000)
+    caller.add_key("anthropic", key("down"))
+    openai_key = key()
+    caller.add_key("openai", openai_key)
+    models = ["anthropic/claude-sonnet-4-5", "openai/gpt-4o-mini"]
+    raw = caller.chat("anthropic/claude-sonnet-4-5", extra_body={"models": models})
+    assert raw.headers["x-switchboard-attempts"] == "2"
+    assert 20_000 <= int(raw.headers["x-switchboard-max-tokens"]) < 20_200
+    [sent] = [r.body for r in caller.fake_provider.received() if r.api_key == openai_key]
+    assert sent["max_completion_tokens"] == 16_384

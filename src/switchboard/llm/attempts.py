@@ -18,7 +18,7 @@ import anyio
 
 from switchboard.errors import SwitchboardError
 from switchboard.llm.context import PreparedCall
-from switchboard.llm.ledger import record_attempt, settle
+from switchboard.llm.ledger import cap_for_route, record_attempt, settle
 from switchboard.llm.outcomes import build_outcome, error_code_of
 from switchboard.metering.outcome import CallOutcome
 from switchboard.observability import events
@@ -79,6 +79,7 @@ class Attempts:
             route = self.route = call.routes[self._index]
             call.model, call.credential = route.model, route.credential
             call.body["model"] = route.model.model
+            cap_for_route(call)
         self._state.routing.started(self.route)
         events.attempt_started(call)
 

@@ -50,6 +50,7 @@ class PreparedCall:
     call_id: str = ""
     claim: Claim | None = None
     hold: Hold | None = None
+    gateway_cap: int | None = None  # the output cap the limits set (SPEC §13), if they set one
     # Header lines for a provider that speaks the call's surface (anthropic-version, anthropic-beta).
     provider_headers: bytes = b""
 

@@ -109,6 +109,7 @@ async def begin(state: Any, call: PreparedCall) -> None:
             events.limit_refused(state)
             raise
         if plan.cap is not None:
+            call.gateway_cap = plan.cap
             call.body[enforce.cap_field(call.endpoint)] = plan.cap
         if not all(plan.covered):
             # A fallback whose worst case does not fit what is left would overspend: never taken.
@@ -116,6 +117,15 @@ async def begin(state: Any, call: PreparedCall) -> None:
             call.routes = [r for r in call.routes if (r.model.provider, r.model.model) not in left_out]
     if call.claim is not None and record is not None:
         await state.idempotency.attach(call.claim, record)
+
+
+def cap_for_route(call: PreparedCall) -> None:
+    """A later attempt's model may give shorter answers than the first's, and a provider refuses a cap
+    above its model's (400): the cap the gateway set is brought within it, and back up for a model
+    that allows it. A caller's own cap is the caller's to choose and is left as sent."""
+    if call.gateway_cap is not None:
+        model_max = _model_max(call.endpoint, call.model)
+        call.body[enforce.cap_field(call.endpoint)] = min(call.gateway_cap, model_max)
 
 
 def limit_headers(call: PreparedCall) -> dict[str, str]:
