@@ -96,7 +96,7 @@ def _priced(prices: Prices | None, model_max: int) -> bool:
 
 
 def _cost(ask: Ask, completion: int, prices: Prices | None = None) -> int:
-    prices = prices or ask.prices
+    prices = prices if prices is not None else ask.prices
     assert prices is not None
     return cost_nanos(prices, ask.prompt_tokens, completion, ask.markup_bps) or 0
 

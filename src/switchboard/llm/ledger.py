@@ -28,7 +28,7 @@ def _model_max(endpoint: str, model: ModelEntry) -> int:
 
 
 async def _fallbacks(
-    state: Any, call: PreparedCall, priced: bool
+    state: Any, call: PreparedCall, with_prices: bool
 ) -> tuple[list[ModelEntry], tuple[enforce.Fallback, ...]]:
     """The models the call's later routes may fall back to (SPEC §14), other than the first route's,
     each once: a call's hold covers every model it may end up calling."""
@@ -41,7 +41,7 @@ async def _fallbacks(
     fallbacks = []
     for model in models.values():
         prices = None
-        if priced:
+        if with_prices:
             prices, _ = await state.call_sink.price_of(call.economy_id, model.provider, model.model)
         fallbacks.append(enforce.Fallback(prices, _model_max(call.endpoint, model)))
     return list(models.values()), tuple(fallbacks)
@@ -80,12 +80,12 @@ async def begin(state: Any, call: PreparedCall) -> None:
     record = recovery_record(call) if limits or call.claim is not None else None
     if limits:
         prices, markup = None, 0
-        priced = any(limit.metric == "cost" for limit in limits)
-        if priced:
+        costed = any(limit.metric == "cost" for limit in limits)
+        if costed:
             prices, markup = await state.call_sink.price_of(
                 call.economy_id, call.model.provider, call.model.model
             )
-        models, fallbacks = await _fallbacks(state, call, priced) if len(call.routes) > 1 else ([], ())
+        models, fallbacks = await _fallbacks(state, call, costed) if len(call.routes) > 1 else ([], ())
         ask = enforce.Ask(
             endpoint=call.endpoint,
             prompt_tokens=prompt_estimate(call.body),
