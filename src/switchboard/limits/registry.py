@@ -37,13 +37,16 @@ class LimitRegistry:
         # What `applying` found per call's subjects since the last reload: the same callers call again.
         self._found: dict[tuple[Any, ...], tuple[Limit, ...]] = {}
         self._stale = True
+        self._changes = 0  # how many times `changed()` was called: a reload knows what it may have missed
 
     def changed(self) -> None:
         """A limit was written on this process: the next call reloads first."""
+        self._changes += 1
         self._stale = True
 
     async def reload(self, conn: AsyncConnection | None = None) -> None:
         """Every limit, read afresh; on `conn` when the caller has one checked out already."""
+        changes = self._changes
         if conn is None:
             async with self._engine.connect() as own:
                 rows = (await own.execute(_ALL)).all()
@@ -58,7 +61,9 @@ class LimitRegistry:
         self._by_subject = {key: tuple(value) for key, value in by_subject.items()}
         self._by_id = by_id
         self._found = {}
-        self._stale = False
+        # A change committed while this read was under way (the periodic reload's, say) may be missing
+        # from it: then the next call reads again.
+        self._stale = self._changes != changes
 
     async def applying(
         self,
