@@ -51,6 +51,7 @@ class Fallback(NamedTuple):
     """A model a later route of the call may fall back to (SPEC §14), other than the first route's:
     the hold covers its worst case too, or the call leaves it out."""
 
+    model: tuple[str, str]  # (provider, model): the routes it stands for
     prices: Prices | None
     model_max: int  # its largest answer (0 for embeddings)
 

@@ -27,24 +27,21 @@ def _model_max(endpoint: str, model: ModelEntry) -> int:
     return litellm_max_output(model.provider, model.model) or enforce.DEFAULT_MAX_OUTPUT
 
 
-async def _fallbacks(
-    state: Any, call: PreparedCall, with_prices: bool
-) -> tuple[list[ModelEntry], tuple[enforce.Fallback, ...]]:
+async def _fallbacks(state: Any, call: PreparedCall, with_prices: bool) -> tuple[enforce.Fallback, ...]:
     """The models the call's later routes may fall back to (SPEC §14), other than the first route's,
     each once: a call's hold covers every model it may end up calling."""
-    first = call.model
-    models: dict[tuple[str, str], ModelEntry] = {}
+    first = (call.model.provider, call.model.model)
+    fallbacks: dict[tuple[str, str], enforce.Fallback] = {}
     for route in call.routes:
         model = route.model
-        if model.provider != first.provider or model.model != first.model:
-            models.setdefault((model.provider, model.model), model)
-    fallbacks = []
-    for model in models.values():
+        key = (model.provider, model.model)
+        if key == first or key in fallbacks:
+            continue
         prices = None
         if with_prices:
             prices, _ = await state.call_sink.price_of(call.economy_id, model.provider, model.model)
-        fallbacks.append(enforce.Fallback(prices, _model_max(call.endpoint, model)))
-    return list(models.values()), tuple(fallbacks)
+        fallbacks[key] = enforce.Fallback(key, prices, _model_max(call.endpoint, model))
+    return tuple(fallbacks.values())
 
 
 @dataclass(frozen=True)
@@ -85,7 +82,7 @@ async def begin(state: Any, call: PreparedCall) -> None:
             prices, markup = await state.call_sink.price_of(
                 call.economy_id, call.model.provider, call.model.model
             )
-        models, fallbacks = await _fallbacks(state, call, costed) if len(call.routes) > 1 else ([], ())
+        fallbacks = await _fallbacks(state, call, costed) if len(call.routes) > 1 else ()
         ask = enforce.Ask(
             endpoint=call.endpoint,
             prompt_tokens=prompt_estimate(call.body),
@@ -113,7 +110,7 @@ async def begin(state: Any, call: PreparedCall) -> None:
             call.body[enforce.cap_field(call.endpoint)] = plan.cap
         if not all(plan.covered):
             # A fallback whose worst case does not fit what is left would overspend: never taken.
-            left_out = {(m.provider, m.model) for m, ok in zip(models, plan.covered, strict=True) if not ok}
+            left_out = {f.model for f, ok in zip(fallbacks, plan.covered, strict=True) if not ok}
             call.routes = [r for r in call.routes if (r.model.provider, r.model.model) not in left_out]
     if call.claim is not None and record is not None:
         await state.idempotency.attach(call.claim, record)
