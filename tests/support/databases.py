@@ -9,7 +9,9 @@ from pathlib import Path
 
 import asyncpg
 
-POSTGRES_ADMIN_DSN = os.environ.get(
+# The server the test command started (or the one SWITCHBOARD_TEST_DATABASE_URL names): tests create and
+# drop databases of their own in it. SWITCHBOARD_TEST_POSTGRES_DSN is the older name.
+POSTGRES_ADMIN_DSN = os.environ.get("SWITCHBOARD_TEST_DATABASE_URL") or os.environ.get(
     "SWITCHBOARD_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test"
 )
 
