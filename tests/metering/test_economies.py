@@ -81,6 +81,32 @@ def test_every_user_sees_default_but_not_economies_they_do_not_participate_in(
     assert user.client.get("/economies/team").status_code == 404
 
 
+def test_usage_readable_lists_only_the_economies_whose_usage_the_caller_may_read(
+    metering_gateway: Gateway, admin: User, make_economy: EconomyFactory
+) -> None:
+    owned, joined, via_room = make_economy(), make_economy(), make_economy()
+    user = metering_gateway.user()
+    add_participant(admin.client, owned["id"], user_id=str(user.id), role="owner")
+    add_participant(admin.client, joined["id"], user_id=str(user.id), role="member")
+    room = user.client.post("/working-groups", json={"name": "r"}).json()["id"]
+    add_participant(admin.client, via_room["id"], room_id=room)
+
+    def slugs(who: User, **params: str) -> list[str]:
+        response = who.client.get("/economies", params=params)
+        assert response.status_code == 200, response.text
+        return [e["slug"] for e in response.json()["data"]]
+
+    assert slugs(user) == sorted(["default", owned["slug"], joined["slug"], via_room["slug"]])
+    assert slugs(user, usage="readable") == [owned["slug"]]
+    for slug in slugs(user, usage="readable"):
+        assert user.client.get(f"/economies/{slug}/usage").status_code == 200
+    for slug in set(slugs(user)) - set(slugs(user, usage="readable")):
+        assert user.client.get(f"/economies/{slug}/usage").status_code == 403
+    reader = metering_gateway.user(permissions=["ReadUsage"])
+    assert {"default", "team", owned["slug"]} <= set(slugs(reader, usage="readable", limit="500"))
+    assert user.client.get("/economies", params={"usage": "everything"}).status_code == 400
+
+
 def test_admin_and_read_usage_see_every_economy_page_by_page(
     metering_gateway: Gateway, make_economy: EconomyFactory
 ) -> None:

@@ -98,3 +98,10 @@ class CallerClaims(BaseModel):
     account_address: str | None = None
     iat: int | None = None
     exp: int | None = None
+
+
+class UserOut(BaseModel):
+    """A person by email (GET /users): only for callers who may know them (auth/directory.py)."""
+
+    id: uuid.UUID
+    email: str

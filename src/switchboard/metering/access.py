@@ -82,6 +82,19 @@ async def visible_economy_ids(session: AsyncSession, principal: Principal) -> se
     return await participating_economy_ids(session, principal.user_id, rooms)
 
 
+async def usage_readable_ids(session: AsyncSession, principal: Principal) -> set[uuid.UUID] | None:
+    """Ids of the economies whose usage the caller may read; None means all of them.
+    Owners are users named directly (a room confers membership only), as in `role_in`."""
+    if sees_everything(principal):
+        return None
+    owned = select(ParticipantRow.economy_id).where(
+        ParticipantRow.kind == "user",
+        ParticipantRow.participant_id == principal.user_id,
+        ParticipantRow.role == OWNER,
+    )
+    return set(await session.scalars(owned))
+
+
 @dataclass(frozen=True)
 class Access:
     economy: Economy

@@ -16,6 +16,7 @@ from switchboard.metering.access import (
     access_to,
     participant_manager,
     require_economy_admin,
+    usage_readable_ids,
     visible_economy_ids,
 )
 from switchboard.metering.participants import (
@@ -76,13 +77,19 @@ def _forget(session: AsyncSession) -> None:
 
 
 async def list_visible(
-    session: AsyncSession, principal: Principal, cursor: str | None, limit: int
+    session: AsyncSession,
+    principal: Principal,
+    cursor: str | None,
+    limit: int,
+    *,
+    usage_readable: bool = False,
 ) -> Page[EconomyOut]:
+    """`usage_readable`: only those whose usage the caller may read (the console's usage picker)."""
     check_limit(limit)
     after = decode_cursor(cursor)
     if after is not None and (len(after) != 1 or not isinstance(after[0], str)):
         raise ValidationFailed("cursor is not valid", param="cursor")
-    only = await visible_economy_ids(session, principal)
+    only = await (usage_readable_ids if usage_readable else visible_economy_ids)(session, principal)
     found = await economies.list_economies(session, only, after[0] if after else None, limit + 1)
     more = len(found) > limit
     page = found[:limit]

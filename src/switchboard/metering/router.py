@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response, status
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Response, status
 
 from switchboard.auth.dependencies import CurrentPrincipal
 from switchboard.db.session import DbSession
@@ -20,15 +22,24 @@ from switchboard.metering.usage_router import router as extra_router
 
 __all__ = ["extra_router", "router"]
 
+UsageFilter = Annotated[
+    Literal["readable"] | None,
+    Query(description="`readable`: only the economies whose usage the caller may read"),
+]
+
 router = APIRouter(prefix="/economies", tags=["Economies & Usage"])
 
 
 @router.get("", operation_id="listEconomies_Economies")
 async def list_economies(
-    principal: CurrentPrincipal, session: DbSession, cursor: Cursor = None, limit: Limit = DEFAULT_LIMIT
+    principal: CurrentPrincipal,
+    session: DbSession,
+    cursor: Cursor = None,
+    limit: Limit = DEFAULT_LIMIT,
+    usage: UsageFilter = None,
 ) -> Page[EconomyOut]:
     """The economies the caller participates in (all of them for Admin and `ReadUsage`)."""
-    return await manage.list_visible(session, principal, cursor, limit)
+    return await manage.list_visible(session, principal, cursor, limit, usage_readable=usage == "readable")
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, operation_id="createEconomy_Economies")
