@@ -183,7 +183,12 @@ def test_credentials_add_rotate_delete_and_a_secret_never_stays_in_the_page(
 
     secret = RECORDER.remember_secret(f"sk-added-{uuid.uuid4().hex}")
     page.get_by_role("button", name="Add credential").click()
-    page.get_by_label("Provider").fill("openai")
+    # The provider is chosen from the kinds GET /providers lists; nothing else can be entered.
+    kinds = [p["kind"] for p in world.client("alice").get("/providers", params={"limit": 500}).json()["data"]]
+    provider = page.get_by_label("Provider")
+    expect(provider).to_have_js_property("tagName", "SELECT")
+    assert provider.locator("option").all_inner_texts() == kinds
+    page.get_by_label("Provider").select_option("openai")
     page.get_by_label("Label").fill("console-added")
     page.get_by_label("Base URL").fill(f"{world.gateway.url}/never-called/v1")
     page.get_by_label("Secret", exact=True).fill(secret)
@@ -260,8 +265,11 @@ def test_rooms_open_to_their_members_and_an_owner_adds_and_removes_one(
     expect(row(page, ROOM_NAME)).to_contain_text("owner")
     page.get_by_role("link", name=ROOM_NAME).click()
     members = page.get_by_role("table", name=f"Members of {ROOM_NAME}")
+    # People by email, never by id (the caller knows their fellow members).
     for who, role in ((world.alice, "owner"), (world.bob, "member"), (world.viewer, "viewer")):
-        expect(row(members, str(who.id))).to_contain_text(role)
+        expect(row(members, who.email)).to_contain_text(role)
+        expect(members).not_to_contain_text(str(who.id)[:8])
+    expect(row(members, world.alice.email)).to_contain_text("you")
 
     newcomer = str(uuid.uuid4())
     page.get_by_label("User ID").fill(newcomer)

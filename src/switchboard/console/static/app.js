@@ -5,8 +5,10 @@ import { agentsView } from "./agents.js";
 import { get, hasSession, signIn, signOut, whenSignedOut } from "./api.js";
 import { credentialsView } from "./credentials.js";
 import { alertBox, field, h, put, showError, viewFrame } from "./dom.js";
+import { economiesView } from "./economies.js";
 import { keysView } from "./keys.js";
 import { limitsView } from "./limits.js";
+import { forgetPeople } from "./people.js";
 import { roomsView } from "./rooms.js";
 import { usageView } from "./usage.js";
 
@@ -17,7 +19,14 @@ const VIEWS = {
   "api-keys": { title: "API keys", render: keysView },
   agents: { title: "Agents", render: agentsView },
   rooms: { title: "Rooms", render: roomsView },
+  // Creating and changing economies is for Admins (SPEC §2); nobody else is offered the view.
+  economies: { title: "Economies", render: economiesView, only: (can) => can.admin && can.write },
 };
+
+function offered(name) {
+  const view = VIEWS[name];
+  return Boolean(view && ctx && (!view.only || view.only(ctx.can)));
+}
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -50,7 +59,7 @@ function contextOf(claims) {
 
 function route() {
   const [name, ...params] = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean);
-  return VIEWS[name] ? { name, params } : { name: "usage", params: [] };
+  return offered(name) ? { name, params } : { name: "usage", params: [] };
 }
 
 async function render(focus) {
@@ -102,6 +111,7 @@ function signInForm(name, controls, button, submit) {
 
 function showSignIn(message) {
   ctx = null;
+  forgetPeople();
   nav.hidden = true;
   who.hidden = true;
   document.title = "Sign in · Switchboard";
@@ -141,16 +151,21 @@ async function start(focus) {
     showSignIn("Your session has ended. Sign in again.");
     return;
   }
+  forgetPeople();
   ctx = contextOf(claims);
+  for (const link of nav.querySelectorAll("a")) {
+    link.parentElement.hidden = !offered(link.getAttribute("href").replace(/^#\//, ""));
+  }
   whoText.textContent = `Signed in as ${claims.email || claims.user_id} (${claims.role}${claims.auth_method === "api_key" ? ", with an API key" : ""})`;
   who.hidden = false;
   nav.hidden = false;
-  if (!VIEWS[location.hash.replace(/^#\/?/, "").split("/")[0]]) history.replaceState(null, "", "#/usage");
+  if (!offered(location.hash.replace(/^#\/?/, "").split("/")[0])) history.replaceState(null, "", "#/usage");
   await render(focus);
 }
 
 document.getElementById("sign-out").addEventListener("click", () => {
   signOut();
+  forgetPeople();
   showSignIn("You are signed out.");
 });
 window.addEventListener("hashchange", () => render(true));

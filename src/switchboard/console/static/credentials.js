@@ -4,8 +4,6 @@
 import { call, getAll } from "./api.js";
 import { announce, confirmButton, field, formatTime, h, put, showError, table } from "./dom.js";
 
-const KNOWN_PROVIDERS = ["openai", "anthropic", "gemini", "mistral", "groq", "deepseek", "azure", "bedrock"];
-
 function secretInput() {
   // type=password: never shown on screen; autocomplete off: never offered back by the browser.
   return h("input", { type: "password", autocomplete: "off", spellcheck: "false", required: true });
@@ -21,21 +19,25 @@ function mayChange(ctx, credential, roomRoles) {
   return ["owner", "manager"].includes(roomRoles.get(credential.room_id));
 }
 
-function addForm(ctx, rooms, done, cancel) {
-  const providers = h(
-    "datalist",
-    { id: "provider-kinds" },
-    KNOWN_PROVIDERS.map((kind) => h("option", { value: kind })),
+function addForm(ctx, rooms, providers, done, cancel) {
+  // Only the kinds the gateway knows (GET /providers): an unknown kind cannot be typed in.
+  const provider = h(
+    "select",
+    { required: true },
+    providers.map((kind) => h("option", { value: kind.kind, selected: kind.kind === "openai" }, kind.kind)),
   );
-  const provider = h("input", {
-    list: "provider-kinds",
-    required: true,
-    autocomplete: "off",
-    value: "openai",
-  });
   const label = h("input", { maxlength: "200", autocomplete: "off" });
   const baseUrl = h("input", { type: "url", autocomplete: "off", placeholder: "https://api.openai.com/v1" });
   const secret = secretInput();
+  // A kind that refuses a base URL gets none; one that needs it must have it.
+  const fitBaseUrl = () => {
+    const kind = providers.find((item) => item.kind === provider.value);
+    baseUrl.disabled = Boolean(kind && kind.base_url === "refused");
+    baseUrl.required = Boolean(kind && kind.base_url === "required");
+    if (baseUrl.disabled) baseUrl.value = "";
+  };
+  provider.addEventListener("change", fitBaseUrl);
+  fitBaseUrl();
   const owner = h(
     "select",
     {},
@@ -49,7 +51,6 @@ function addForm(ctx, rooms, done, cancel) {
     "form",
     { class: "panel", "aria-label": "Add credential" },
     h("h3", {}, "Add a credential"),
-    providers,
     field("Provider", provider),
     field("Label", label),
     field("Base URL", baseUrl),
@@ -71,7 +72,7 @@ function addForm(ctx, rooms, done, cancel) {
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const payload = { provider: provider.value.trim(), secret: secret.value };
+    const payload = { provider: provider.value, secret: secret.value };
     if (label.value.trim()) payload.label = label.value.trim();
     if (baseUrl.value.trim()) payload.base_url = baseUrl.value.trim();
     if (owner.value) payload.room_id = owner.value;
@@ -129,11 +130,17 @@ export async function credentialsView(ctx, body) {
           "button",
           {
             type: "button",
-            onclick: () =>
-              put(
-                panel,
-                addForm(ctx, rooms, refresh, () => put(panel)),
-              ),
+            onclick: async () => {
+              try {
+                const providers = await getAll("/providers");
+                put(
+                  panel,
+                  addForm(ctx, rooms, providers, refresh, () => put(panel)),
+                );
+              } catch (error) {
+                showError(messages, error);
+              }
+            },
           },
           "Add credential",
         )

@@ -54,6 +54,19 @@ export function formatNano(amount, currency) {
   return currency ? `${text} ${currency}` : text;
 }
 
+/** An amount typed in currency units ("12.5") as nano-units ("12500000000"); null if it is not one. */
+export function toNano(text) {
+  const match = /^(\d+)(?:\.(\d{1,9}))?$/.exec(String(text).trim());
+  if (!match) return null;
+  const digits = `${match[1]}${(match[2] || "").padEnd(9, "0")}`.replace(/^0+(?=\d)/, "");
+  return digits;
+}
+
+/** Nano-units as what a person types back ("12.5"), for an edit form's starting value. */
+export function nanoInput(amount) {
+  return formatNano(amount).replaceAll(",", "").replace(/\.?0+$/, "");
+}
+
 export function formatCount(value) {
   return BigInt(String(value ?? "0")).toLocaleString("en-US");
 }
@@ -143,7 +156,7 @@ export function table(caption, headers, rows, empty = "Nothing yet.") {
     headers = headers.slice(0, last);
     rows = rows.map((cells) => cells.slice(0, last));
   }
-  return h(
+  const grid = h(
     "table",
     {},
     h("caption", {}, caption),
@@ -168,6 +181,7 @@ export function table(caption, headers, rows, empty = "Nothing yet.") {
       ),
     ),
   );
+  return h("div", { class: "table-scroll" }, grid);
 }
 
 /** Save a blob as a file: a same-origin object URL, clicked once, then released. */
@@ -178,6 +192,42 @@ export function download(blob, filename) {
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/**
+ * A form in a panel: labelled fields, an error holder and Save/Cancel. `submit` gets nothing and
+ * throws to show an error (an ApiError, or an Error naming the bad field); `done` runs after it.
+ */
+export function formPanel(name, fields, saveText, submit, done, cancel) {
+  const errors = h("div");
+  const form = h(
+    "form",
+    { class: "panel", "aria-label": name },
+    h("h3", {}, name),
+    fields,
+    errors,
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "submit" }, saveText),
+      " ",
+      h("button", { type: "button", onclick: cancel }, "Cancel"),
+    ),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const button = form.querySelector("button[type=submit]");
+    button.disabled = true;
+    try {
+      const result = await submit();
+      await done(result);
+    } catch (error) {
+      showError(errors, error);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return form;
 }
 
 /** A view's frame: its heading (focused after navigation) and a body to fill. */

@@ -1,8 +1,10 @@
-// The Rooms view: the caller's rooms with their role, each opening to its members. Owners and
-// managers add and remove members; those who may create rooms get a form for a new one.
+// The Rooms view: the caller's rooms with their role, each opening to its members (by email). Owners
+// and managers add and remove members and change the room's name and description; owners delete it;
+// those who may create rooms get a form for a new one.
 
 import { call, get, getAll } from "./api.js";
-import { announce, confirmButton, field, formatTime, h, put, shortId, showError, table } from "./dom.js";
+import { announce, confirmButton, field, formatTime, formPanel, h, put, showError, table } from "./dom.js";
+import { learnPeople, personName } from "./people.js";
 
 const ROLES = ["member", "manager", "viewer", "owner"];
 
@@ -77,18 +79,64 @@ function addMemberForm(room, done) {
   return form;
 }
 
+function editRoomForm(room, done, cancel) {
+  const name = h("input", { required: true, maxlength: "200", autocomplete: "off", value: room.name });
+  const description = h("input", { maxlength: "2000", autocomplete: "off", value: room.description || "" });
+  const submit = () =>
+    call("PATCH", `/working-groups/${room.id}`, {
+      name: name.value.trim(),
+      description: description.value.trim() || null,
+    });
+  const fields = [field("Room name", name), field("Description", description)];
+  return formPanel(`Edit ${room.name}`, fields, "Save room", submit, done, cancel);
+}
+
 async function roomDetail(ctx, id, body) {
   const room = await get(`/working-groups/${encodeURIComponent(id)}`);
-  const manages = ctx.can.write && ["owner", "manager"].includes(room.role);
+  const manages = ctx.can.write && !ctx.me.delegated && ["owner", "manager"].includes(room.role);
   const messages = h("div");
   const holder = h("div");
+  const panel = h("div");
+  const rerender = async (said) => {
+    await roomDetail(ctx, room.id, body);
+    announce(said);
+  };
+  const roomActions = h(
+    "div",
+    { class: "actions" },
+    manages
+      ? h(
+          "button",
+          {
+            type: "button",
+            "aria-label": `Edit ${room.name}`,
+            onclick: () => put(panel, editRoomForm(room, () => rerender("Room saved"), () => put(panel))),
+          },
+          "Edit room",
+        )
+      : null,
+    " ",
+    manages && room.role === "owner"
+      ? confirmButton(
+          "Delete room",
+          `Delete ${room.name}`,
+          async () => {
+            await call("DELETE", `/working-groups/${room.id}`);
+            announce("Room deleted");
+            location.hash = "#/rooms";
+          },
+          (error) => showError(messages, error),
+        )
+      : null,
+  );
   async function refresh(said) {
     if (said) announce(said);
     const members = await getAll(`/working-groups/${room.id}/members`);
+    await learnPeople(members.map((member) => member.user_id));
     const rows = members.map((member) => {
       const me = member.user_id === ctx.me.user_id;
       const removable = manages && (room.role === "owner" || member.role !== "owner");
-      const who = me ? `${member.user_id} (you)` : member.user_id;
+      const who = personName(ctx, member.user_id, { full: true });
       return [
         who,
         member.role,
@@ -96,7 +144,7 @@ async function roomDetail(ctx, id, body) {
         removable
           ? confirmButton(
               "Remove",
-              `Remove ${me ? "yourself" : shortId(member.user_id)}`,
+              `Remove ${me ? "yourself" : personName(ctx, member.user_id)}`,
               async () => {
                 await call("DELETE", `/working-groups/${room.id}/members/${member.user_id}`);
                 await refresh("Member removed");
@@ -114,6 +162,8 @@ async function roomDetail(ctx, id, body) {
     h("h3", {}, room.name),
     room.description ? h("p", { class: "hint" }, room.description) : null,
     h("p", {}, `Your role: ${room.role}`),
+    manages ? roomActions : null,
+    panel,
     manages ? addMemberForm(room, refresh) : null,
     messages,
     holder,

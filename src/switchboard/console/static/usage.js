@@ -1,6 +1,7 @@
 // The Usage view: an economy's usage as charts (per day, model, user), totals, a filterable table of
 // records and an export of every record. Without the right to read an economy's usage, "My usage"
-// shows the caller's own records (GET /usage/me), aggregated here.
+// shows the caller's own records (GET /usage/me), aggregated here, and the selector offers only the
+// economies whose usage the caller may read (GET /economies?usage=readable). People are named by email.
 
 import { call, get, getAll, withQuery } from "./api.js";
 import { barChart, columnChart } from "./chart.js";
@@ -12,18 +13,16 @@ import {
   formatTime,
   h,
   put,
-  shortId,
   showError,
   table,
 } from "./dom.js";
+import { learnPeople, personName } from "./people.js";
 import { csvOf, summarise, tokensOf } from "./usage_data.js";
 
 const MINE = "mine";
 const PAGE = 500;
 
-function userLabel(ctx, id) {
-  return id === ctx.me.user_id ? `you (${shortId(id)})` : shortId(id);
-}
+const userLabel = personName;
 
 function chartsOf(ctx, summaries, measure, currency) {
   const pick =
@@ -64,7 +63,8 @@ function recordsTable(ctx, records, filterText, currencyOf) {
   const wanted = filterText.trim().toLowerCase();
   const shown = records.filter((record) => {
     if (!wanted) return true;
-    const haystack = `${record.provider}/${record.model} ${record.status} ${record.user_id} ${record.agent_id || ""} ${record.endpoint}`;
+    const who = `${record.user_id} ${userLabel(ctx, record.user_id)}`;
+    const haystack = `${record.provider}/${record.model} ${record.status} ${who} ${record.agent_id || ""} ${record.endpoint}`;
     return haystack.toLowerCase().includes(wanted);
   });
   return table(
@@ -84,8 +84,12 @@ function recordsTable(ctx, records, filterText, currencyOf) {
 }
 
 export async function usageView(ctx, body) {
-  const economies = await getAll("/economies");
-  const byId = new Map(economies.map((economy) => [economy.id, economy]));
+  // Every visible economy names a record's currency; the selector offers only the readable ones.
+  const [visible, economies] = await Promise.all([
+    getAll("/economies"),
+    ctx.can.readAllUsage ? null : getAll("/economies?usage=readable"),
+  ]).then(([all, readable]) => [all, readable || all]);
+  const byId = new Map(visible.map((economy) => [economy.id, economy]));
   const currencyOf = (record) => (byId.get(record.economy_id) || { currency: "" }).currency;
   const economy = h(
     "select",
@@ -143,6 +147,7 @@ export async function usageView(ctx, body) {
     );
     loaded.records.push(...page.data);
     loaded.next = page.next_cursor;
+    await learnPeople(page.data.map((record) => record.user_id));
     drawTable();
   }
 
@@ -169,6 +174,10 @@ export async function usageView(ctx, body) {
         const currency = (byId.get(economy.value) || { currency: "" }).currency;
         next = { records: page.data, next: page.next_cursor, summaries: { day, model, user }, currency };
       }
+      await learnPeople([
+        ...next.records.map((record) => record.user_id),
+        ...next.summaries.user.rows.map((row) => row.user),
+      ]);
       if (mine !== generation) return;
       loaded = next;
       draw();
