@@ -91,11 +91,16 @@ function newLimitForm(ctx, names, owned, managedRooms, done, cancel) {
   const drawSubject = () => {
     if (type.value === "economy") {
       subject = h("select", {}, economies.map((item) => h("option", { value: item.id }, `${item.name} (${item.slug})`)));
-    } else if (type.value === "room") {
-      const rooms = ctx.can.admin ? [...names.rooms.values()] : managedRooms;
-      subject = h("select", {}, rooms.map((room) => h("option", { value: room.id }, room.name)));
+    } else if (type.value === "room" && !ctx.can.admin) {
+      // An Admin may limit any room, also those they are not in: they give its id.
+      subject = h("select", {}, managedRooms.map((room) => h("option", { value: room.id }, room.name)));
     } else {
-      const hint = { user: "the user's id (a UUID)", agent: "the agent's id", api_key: "the API key's id" };
+      const hint = {
+        user: "the user's id (a UUID)",
+        room: "the room's id (a UUID)",
+        agent: "the agent's id",
+        api_key: "the API key's id",
+      };
       subject = h("input", { required: true, autocomplete: "off", placeholder: hint[type.value] });
     }
     // A non-economy limit may be narrowed to one economy; an owner's must be, to one they own.
