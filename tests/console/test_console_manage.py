@@ -63,7 +63,8 @@ def test_limits_are_created_edited_and_deleted_by_an_economy_owner(watched: Watc
     form.get_by_role("button", name="Save limit").click()
     title = f"user {world.bob.email} in {ECONOMY_SLUG} tokens per hour"
     expect(row(page, f"user {world.bob.email} in {ECONOMY_SLUG}")).to_contain_text("12,345 tokens")
-    listed = world.client("admin").get("/limits", params={"subject_type": "user", "subject_id": str(world.bob.id)})
+    on_bob = {"subject_type": "user", "subject_id": str(world.bob.id)}
+    listed = world.client("admin").get("/limits", params=on_bob)
     (created,) = listed.json()["data"]
     assert (created["metric"], created["window"], created["amount"]) == ("tokens", "hour", "12345")
     assert created["economy_id"] == world.economy["id"]
@@ -100,7 +101,8 @@ def test_a_cost_limit_is_typed_in_currency_units_and_a_bad_amount_stores_nothing
     form.get_by_label("Amount").fill("2.5")
     form.get_by_role("button", name="Save limit").click()
     expect(row(page, f"room {ROOM_NAME}").filter(has_text="cost per month")).to_contain_text("2.50")
-    listed = world.client("admin").get("/limits", params={"subject_type": "room", "subject_id": world.room_id})
+    on_room = {"subject_type": "room", "subject_id": world.room_id}
+    listed = world.client("admin").get("/limits", params=on_room)
     (created,) = [limit for limit in listed.json()["data"] if limit["metric"] == "cost"]
     assert created["amount"] == "2500000000"
     assert world.client("admin").delete(f"/limits/{created['id']}").status_code == 204
