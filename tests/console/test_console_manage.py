@@ -108,7 +108,7 @@ def test_a_cost_limit_is_typed_in_currency_units_and_a_bad_amount_stores_nothing
     assert world.client("admin").delete(f"/limits/{created['id']}").status_code == 204
 
 
-def test_an_admin_creates_and_edits_an_economy_and_others_are_not_offered_the_view(
+def test_an_admin_creates_and_edits_an_economy_and_its_participants_and_others_are_not_offered_it(
     watched: Watched, world: World
 ) -> None:
     page = sign_in(watched, world.admin)
@@ -141,6 +141,20 @@ def test_an_admin_creates_and_edits_an_economy_and_others_are_not_offered_the_vi
     expect(row(page, slug)).to_contain_text("none")
     changed = world.client("admin").get(f"/economies/{slug}").json()
     assert (changed["name"], changed["budget"]) == ("Renamed economy", None)
+
+    # Its participants, by email: bob added as an owner, then removed.
+    page.get_by_role("link", name="Renamed economy").click()
+    page.get_by_label("User ID").fill(str(world.bob.id))
+    page.get_by_label("Participant role").select_option("owner")
+    page.get_by_role("button", name="Add participant").click()
+    participants = page.get_by_role("table", name="Participants of Renamed economy")
+    expect(row(participants, world.bob.email)).to_contain_text("owner")
+    listed = world.client("admin").get(f"/economies/{slug}/participants").json()["data"]
+    assert [(p["user_id"], p["role"]) for p in listed] == [(str(world.bob.id), "owner")]
+    page.get_by_role("button", name=f"Remove {world.bob.email}").click()
+    page.get_by_role("button", name=f"Confirm: Remove {world.bob.email}").click()
+    expect(participants).to_have_count(0)
+    assert world.client("admin").get(f"/economies/{slug}/participants").json()["data"] == []
 
     page.get_by_role("button", name="Sign out").click()
     page = sign_in(watched, world.alice)

@@ -1,9 +1,24 @@
 // The Economies view (Admin only, SPEC §8): every economy with its currency, markup and monthly
 // budget; Admins create one and change those of the economies the API manages (those the config file
-// declares are changed in the file). The API has no delete for an economy: its usage is billing history.
+// declares are changed in the file), and open one to add and remove its participants (people by
+// email). The API has no delete for an economy: its usage records are billing history.
 
-import { call, getAll } from "./api.js";
-import { announce, field, formatNano, formPanel, h, nanoInput, put, table, toNano } from "./dom.js";
+import { call, get, getAll } from "./api.js";
+import {
+  announce,
+  confirmButton,
+  field,
+  formatNano,
+  formatTime,
+  formPanel,
+  h,
+  nanoInput,
+  put,
+  showError,
+  table,
+  toNano,
+} from "./dom.js";
+import { learnPeople, personName } from "./people.js";
 
 function budgetOf(text) {
   if (!text.trim()) return null;
@@ -19,7 +34,7 @@ function markupOf(text) {
 }
 
 function economyForm(economy, done, cancel) {
-  const slug = h("input", { required: true, maxlength: "64", autocomplete: "off", pattern: "[a-z0-9][a-z0-9_\\-]*" });
+  const slug = h("input", { required: true, maxlength: "64", autocomplete: "off" });
   const name = h("input", { required: true, maxlength: "200", autocomplete: "off", value: economy ? economy.name : "" });
   const currency = h("input", { required: true, maxlength: "16", autocomplete: "off", value: economy ? economy.currency : "USD" });
   const markup = h("input", { inputmode: "numeric", autocomplete: "off", value: String(economy ? economy.markup_bps : 0) });
@@ -51,7 +66,96 @@ function economyForm(economy, done, cancel) {
   return formPanel(title, fields, "Save economy", submit, done, cancel);
 }
 
-export async function economiesView(ctx, body) {
+function addParticipantForm(economy, done) {
+  const user = h("input", {
+    required: true,
+    autocomplete: "off",
+    pattern: "[0-9a-fA-F\\-]{36}",
+    placeholder: "the user's id (a UUID)",
+  });
+  const role = h("select", {}, h("option", { value: "member" }, "member"), h("option", { value: "owner" }, "owner"));
+  const errors = h("div");
+  const form = h(
+    "form",
+    { class: "panel", "aria-label": "Add participant" },
+    field("User ID", user),
+    field("Participant role", role),
+    errors,
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Add participant")),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await call("POST", `/economies/${economy.id}/participants`, { user_id: user.value.trim(), role: role.value });
+      form.reset();
+      await done("Participant added");
+    } catch (error) {
+      showError(errors, error);
+    }
+  });
+  return form;
+}
+
+async function economyDetail(ctx, id, body) {
+  const economy = await get(`/economies/${encodeURIComponent(id)}`);
+  const messages = h("div");
+  const holder = h("div");
+  async function refresh(said) {
+    if (said) announce(said);
+    const [participants, rooms] = await Promise.all([
+      getAll(`/economies/${economy.id}/participants`),
+      getAll("/working-groups"),
+    ]);
+    const roomNames = new Map(rooms.map((room) => [room.id, room.name]));
+    await learnPeople(participants.filter((item) => item.kind === "user").map((item) => item.user_id));
+    const rows = participants.map((item) => {
+      const name =
+        item.kind === "user"
+          ? personName(ctx, item.user_id, { full: true })
+          : `room ${roomNames.get(item.room_id) || item.room_id}`;
+      const target = item.kind === "user" ? item.user_id : item.room_id;
+      return [
+        name,
+        item.kind,
+        item.role,
+        formatTime(item.created_at),
+        confirmButton(
+          "Remove",
+          `Remove ${item.kind === "user" ? personName(ctx, item.user_id) : name}`,
+          async () => {
+            await call("DELETE", `/economies/${economy.id}/participants/${target}`);
+            await refresh("Participant removed");
+          },
+          (error) => showError(messages, error),
+        ),
+      ];
+    });
+    put(
+      holder,
+      table(
+        `Participants of ${economy.name}`,
+        ["Participant", "Kind", "Role", "Added", "Actions"],
+        rows,
+        "No participants yet.",
+      ),
+    );
+  }
+  put(
+    body,
+    h("p", {}, h("a", { href: "#/economies" }, "All economies")),
+    h("h3", {}, `${economy.name} (${economy.slug})`),
+    addParticipantForm(economy, refresh),
+    messages,
+    holder,
+  );
+  await refresh();
+}
+
+export async function economiesView(ctx, body, params) {
+  if (params.length) {
+    await economyDetail(ctx, decodeURIComponent(params[0]), body);
+    return;
+  }
   const bar = h("div", { class: "actions" });
   const panel = h("div");
   const listing = h("div");
@@ -66,7 +170,7 @@ export async function economiesView(ctx, body) {
         economyForm(economy, () => refresh(economy ? "Economy saved" : "Economy created"), () => put(panel)),
       );
     const rows = economies.map((economy) => [
-      economy.name,
+      h("a", { href: `#/economies/${economy.id}` }, economy.name),
       economy.slug,
       economy.currency,
       String(economy.markup_bps),
