@@ -147,7 +147,8 @@ def _operation(method: str, path: str, op: dict[str, Any]) -> list[str]:
         out += ["| Status | Meaning | Body |", "|---|---|---|"]
         for status, response in responses.items():
             bodies = [
-                f"{_type(c.get('schema', {}))} (`{media}`)" for media, c in response.get("content", {}).items()
+                f"{_type(c.get('schema', {}))} (`{media}`)"
+                for media, c in response.get("content", {}).items()
             ]
             out.append(f"| {status} | {_cell(response.get('description'))} | {', '.join(bodies)} |")
         out.append("")

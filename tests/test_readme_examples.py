@@ -37,7 +37,9 @@ SHIPPED_CONFIG = ROOT / "config" / "switchboard.yaml"
 README_ADDRESS = "http://127.0.0.1:8000"
 ANTHROPIC_ADDRESS = "https://api.anthropic.com"
 VENV_BIN = Path(sys.prefix) / "bin"
-MARKER = re.compile(r"<!--\s*(example:[\w-]+|not-run:[^>]*|config-example|kubernetes-example|shapes:[^>]*)\s*-->")
+MARKER = re.compile(
+    r"<!--\s*(example:[\w-]+|not-run:[^>]*|config-example|kubernetes-example|shapes:[^>]*)\s*-->"
+)
 FENCE = re.compile(r"(\s*)```(\S*)\s*")
 # Blocks a reader would copy and run: each says whether the suite runs it, or why not.
 COMMANDS = {"bash", "sh", "shell", "console", "python", "js", "javascript", "ts"}
@@ -58,7 +60,11 @@ EXPECTED: dict[str, list[str]] = {
     "pydantic-ai": [DEFAULT_REPLY],
     "anthropic-sdk": [DEFAULT_REPLY],
     "count-tokens": ['"input_tokens"'],
-    "selectors": ["default -> openai/gpt-4o-mini", "tag:fast -> openai/gpt-4o-mini", "fast -> openai/gpt-4o-mini"],
+    "selectors": [
+        "default -> openai/gpt-4o-mini",
+        "tag:fast -> openai/gpt-4o-mini",
+        "fast -> openai/gpt-4o-mini",
+    ],
     "mistral-credential": ['"provider": "mistral"'],
     "api-key-client": ["'fast'"],
     "usage-export": [],
@@ -77,7 +83,11 @@ class Block:
 
     @property
     def name(self) -> str | None:
-        return self.marker.removeprefix("example:") if self.marker and self.marker.startswith("example:") else None
+        return (
+            self.marker.removeprefix("example:")
+            if self.marker and self.marker.startswith("example:")
+            else None
+        )
 
     def __str__(self) -> str:
         return f"{self.page.relative_to(ROOT)}:{self.line}"
@@ -135,7 +145,11 @@ def test_every_block_says_how_it_is_checked() -> None:
         elif block.name is not None and block.lang not in {"bash", "python", "text"}:
             problems.append(f"{block}: an example the suite runs is bash or python")
     names = [(block.page, block.name) for block in all_blocks() if block.name]
-    problems += [f"{page.name}: two examples named {name}" for page, name in set(names) if names.count((page, name)) > 1]
+    problems += [
+        f"{page.name}: two examples named {name}"
+        for page, name in set(names)
+        if names.count((page, name)) > 1
+    ]
     assert not problems, "\n".join(problems)
 
 

@@ -145,7 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser(
         "serve",
         help="start the gateway",
-        description="Start the gateway. Settings come from SWITCHBOARD_* variables (see docs/configuration.md).",
+        description=(
+            "Start the gateway. Settings come from SWITCHBOARD_* variables (see docs/configuration.md)."
+        ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     serve.add_argument(
