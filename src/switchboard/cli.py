@@ -145,7 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser(
         "serve",
         help="start the gateway",
-        description="Start the gateway. Settings come from SWITCHBOARD_* variables (see the README).",
+        description=(
+            "Start the gateway. Settings come from SWITCHBOARD_* variables (see docs/configuration.md)."
+        ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     serve.add_argument(
@@ -200,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.set_defaults(handler=_delegate("switchboard.metering.verify_cli", "run"))
     purge = usage_sub.add_parser(
-        "purge", help="delete records older than the retention (rollups kept; see the README)"
+        "purge", help="delete records older than the retention (rollups kept; see docs/billing.md)"
     )
     purge.add_argument(
         "--days", type=int, help="keep this many days of records (default SWITCHBOARD_USAGE_RETENTION_DAYS)"
