@@ -17,8 +17,8 @@ from switchboard.limits.models import LimitRow
 Authority = Literal["owner", "admin", "superadmin", "operator"]
 LEVELS: tuple[Authority, ...] = ("owner", "admin", "superadmin", "operator")
 OPERATOR: Authority = "operator"
-_RANK = {level: rank for rank, level in enumerate(LEVELS)}
-_NAMES = {"owner": "an owner", "admin": "an Admin", "superadmin": "a SuperAdmin", "operator": "the operator"}
+_RANK: dict[str, int] = {level: rank for rank, level in enumerate(LEVELS)}
+_NAMES: dict[str, str] = {"owner": "an owner", "admin": "an Admin", "superadmin": "a SuperAdmin", "operator": "the operator"}
 
 
 def level_of(principal: Principal) -> Authority:
@@ -33,7 +33,7 @@ def level_of(principal: Principal) -> Authority:
 def require_authority(principal: Principal, row: LimitRow) -> Authority:
     """The caller's level, if it is at least the limit's; else 403 saying whose limit it is."""
     level = level_of(principal)
-    if _RANK[level] < _RANK.get(row.authority, len(LEVELS)):
+    if _RANK[level] < _RANK.get(row.authority, len(LEVELS)):  # an unknown level: none may
         raise Forbidden(
             f"limit {row.id} was set by {_NAMES.get(row.authority, row.authority)}; "
             "only that authority or above may change or delete it"
