@@ -18,7 +18,12 @@ Authority = Literal["owner", "admin", "superadmin", "operator"]
 LEVELS: tuple[Authority, ...] = ("owner", "admin", "superadmin", "operator")
 OPERATOR: Authority = "operator"
 _RANK: dict[str, int] = {level: rank for rank, level in enumerate(LEVELS)}
-_NAMES: dict[str, str] = {"owner": "an owner", "admin": "an Admin", "superadmin": "a SuperAdmin", "operator": "the operator"}
+_NAMES: dict[str, str] = {
+    "owner": "an owner",
+    "admin": "an Admin",
+    "superadmin": "a SuperAdmin",
+    "operator": "the operator",
+}
 
 
 def level_of(principal: Principal) -> Authority:
