@@ -157,7 +157,7 @@ def create_app(settings: Settings | None = None, *, fast_model_calls: bool = Tru
         version=API_VERSION,
         openapi_tags=OPENAPI_TAGS,
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # console/router.py serves /docs from shipped files, not FastAPI's CDN page
         redoc_url=None,
     )
     app.state.settings = settings

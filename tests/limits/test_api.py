@@ -15,6 +15,7 @@ from tests.support.gateway import Gateway, User
 
 LIMIT_FIELDS = {
     "id",
+    "authority",
     "subject_type",
     "subject_id",
     "economy_id",
@@ -63,6 +64,7 @@ def test_an_admin_creates_a_limit_naming_the_economy_by_slug_and_the_id_is_store
         "allow_unpriced": False,
         "managed_by": "api",
         "created_by": str(admin.id),
+        "authority": "admin",
         "created_at": None,
     }
     assert datetime.fromisoformat(body["created_at"]).tzinfo is not None

@@ -35,6 +35,7 @@ def test_an_economy_created_with_a_budget_has_its_cost_month_limit(admin: User) 
         "allow_unpriced": False,
         "managed_by": "budget",
         "created_by": None,
+        "authority": "admin",
         "created_at": None,
     }
     status = admin.client.get(f"/limits/{limit['id']}/status").json()

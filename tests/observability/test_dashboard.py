@@ -90,7 +90,7 @@ def test_the_exposed_names_match_a_real_scrape() -> None:
     from prometheus_client import generate_latest
 
     metrics = Metrics(CollectorRegistry())
-    metrics.series("openai", "m", "chat.completions", "").duration.observe(0.1)
+    metrics.series("openai", "m", "chat.completions", "", answered=True, listed=()).duration.observe(0.1)
     metrics.request("chat.completions", 200)
     metrics.cost_of("e").inc(1)
     metrics.upstream_error("openai", "x")

@@ -7,8 +7,10 @@ import uuid
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
+from switchboard.observability.metrics import MAX_MODELS
 from tests.auth.conftest import issue_key
 from tests.conftest import GatewayFactory
 from tests.observability.samples import Samples, parse
@@ -36,8 +38,6 @@ def metered(make_gateway: GatewayFactory, fake_provider: Any) -> Gateway:
 
 @pytest.fixture
 def caller(metered: Gateway, fake_provider: Any) -> Caller:
-    import openai
-
     user = metered.user()
     sdk = openai.OpenAI(base_url=f"{metered.url}/v1", api_key=user.token, max_retries=0, timeout=20)
     made = Caller(user=user, sdk=sdk, fake_provider=fake_provider)
@@ -149,6 +149,7 @@ def test_known_calls_move_the_genai_and_gateway_families_by_exactly_their_amount
 
 def test_a_failed_call_is_observed_once_with_its_error_type(metered: Gateway, caller: Caller) -> None:
     model = f"broken-{uuid.uuid4().hex[:8]}"
+    assert caller.post({"model": f"openai/{model}"}).status_code == 200  # answered once: labelled
     caller.fake_provider.script(model, fail="server_error")
     labels = {
         "gen_ai_provider_name": "openai",
@@ -166,6 +167,39 @@ def test_a_failed_call_is_observed_once_with_its_error_type(metered: Gateway, ca
     assert moved.value("switchboard_upstream_errors_total", provider="openai", kind="LLM_FAILED") == 1
     assert moved.value("switchboard_requests_total", endpoint="chat.completions", status="502") == 1
     assert moved.total("switchboard_cost_total") == 0
+
+
+def test_only_listed_or_answered_models_earn_a_label_so_made_up_names_fill_no_cap(
+    make_gateway: GatewayFactory, fake_provider: Any
+) -> None:
+    gateway = make_gateway(
+        config=routing_config(fake_provider.base_url), env={"SWITCHBOARD_METRICS_TOKEN": METRICS_TOKEN}
+    )
+    user = gateway.user()
+    sdk = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0)
+    made = Caller(user=user, sdk=sdk, fake_provider=fake_provider)
+    made.add_key("openai", key())
+    bogus = [f"bogus-{uuid.uuid4().hex[:10]}" for _ in range(MAX_MODELS + 5)]
+    for name in bogus:  # the provider does not know them
+        fake_provider.script(name, fail="bad_request", status=404, message="The model does not exist")
+        assert made.post({"model": f"openai/{name}"}).status_code == 404
+    real = f"gpt-real-{uuid.uuid4().hex[:8]}"  # not in the catalog, and the provider answers it
+    assert made.post({"model": f"openai/{real}"}).status_code == 200
+    assert made.post({"model": "openai/gpt-4o-mini"}).status_code == 200  # in the catalog
+    samples = scrape(gateway)
+    models = {
+        dict(labels).get("gen_ai_request_model") for name, labels in samples if name.startswith(DURATION)
+    }
+    assert not any(name in models for name in bogus)
+    assert samples.value(f"{DURATION}_count", **CHAT, error_type="") == 1
+    answered = {
+        "gen_ai_provider_name": "openai",
+        "gen_ai_request_model": real,
+        "gen_ai_operation_name": "chat",
+    }
+    assert samples.value(f"{DURATION}_count", **answered, error_type="") == 1
+    other = {**answered, "gen_ai_request_model": "other"}
+    assert samples.total(f"{DURATION}_count", **other) == len(bogus)
 
 
 def test_a_fallback_counts_the_attempt_moved_on_from_and_its_upstream_error(

@@ -12,6 +12,7 @@ from typing import Any
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
 from tests.routing.conftest import Caller, key
 
@@ -43,6 +44,30 @@ def test_the_least_busy_key_goes_first(caller: Caller, fake_provider: Any) -> No
         fake_provider.release(held)
         waiting.join(10)
     assert answers[0].headers["x-switchboard-credential"] == busy
+
+
+def test_a_key_streaming_a_long_answer_stays_busy_while_short_streams_come_and_go(
+    caller: Caller, fake_provider: Any
+) -> None:
+    ids = [caller.add_key("openai", key()), caller.add_key("openai", key())]
+    long = f"gpt-long-{uuid.uuid4().hex[:8]}"
+    fake_provider.script(long, endless=True, chunk_delay=0.05)
+    messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
+    with caller.sdk.chat.completions.with_streaming_response.create(
+        model=f"openai/{long}", messages=messages, stream=True
+    ) as opened:
+        lines = opened.iter_lines()  # kept: a dropped iterator would close the stream
+        assert next(lines).startswith("data: ")  # the long stream is under way: its key is busy
+        busy = opened.headers["x-switchboard-credential"]
+        [idle] = [c for c in ids if c != busy]
+        used = []
+        for _ in range(3):  # one after another, each ended before the next starts
+            with caller.sdk.chat.completions.with_streaming_response.create(
+                model="openai/gpt-4o-mini", messages=messages, stream=True
+            ) as short:
+                assert [line for line in short.iter_lines() if line][-1] == "data: [DONE]"
+                used.append(short.headers["x-switchboard-credential"])
+        assert used == [idle, idle, idle]
 
 
 def test_the_rooms_keys_come_before_the_callers_own(caller: Caller) -> None:

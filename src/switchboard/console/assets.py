@@ -5,6 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
+# /docs: Swagger UI from swagger-ui-dist, pinned and shipped with the gateway (swagger/PINNED), never
+# a third-party CDN: a token pasted into its "Authorize" box meets only this origin's scripts.
+SWAGGER_DIR = Path(__file__).resolve().parent / "swagger"
+SWAGGER_FILES = frozenset({"swagger-ui-bundle.js", "swagger-ui.css", "docs.js"})
 
 MEDIA_TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -39,11 +43,11 @@ SECURITY_HEADERS = {
 }
 
 
-def static_file(name: str) -> Path | None:
+def static_file(name: str, directory: Path = STATIC_DIR) -> Path | None:
     """The shipped file called `name`, or None: only plain names of known kinds, never a path."""
     if "/" in name or "\\" in name or name.startswith("."):
         return None
-    path = STATIC_DIR / name
+    path = directory / name
     if path.suffix not in MEDIA_TYPES or not path.is_file():
         return None
     return path

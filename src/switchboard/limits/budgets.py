@@ -56,6 +56,7 @@ async def sync_budget(session: AsyncSession, economy_id: uuid.UUID, budget: str 
         allow_unpriced=False,
         managed_by=MANAGED_BY_BUDGET,
         created_by=None,
+        authority="admin",  # an economy's budget is set by an Admin (or the config file)
         created_at=now,
         updated_at=now,
     )

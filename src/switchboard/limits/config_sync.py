@@ -14,6 +14,7 @@ from switchboard.config_file import ConfigError, GatewayConfig, LimitEntry
 from switchboard.db.upsert import insert_for
 from switchboard.errors import ValidationFailed
 from switchboard.kit.clock import utcnow
+from switchboard.limits.authority import OPERATOR
 from switchboard.limits.models import LimitRow
 from switchboard.limits.rules import MAX_AMOUNT, parse_amount
 from switchboard.limits.store import MANAGED_BY_CONFIG, LimitKey
@@ -120,6 +121,7 @@ async def sync_config_limits(session: AsyncSession, config: GatewayConfig) -> in
                 **changing,
                 managed_by=MANAGED_BY_CONFIG,
                 created_by=None,
+                authority=OPERATOR,  # the config file's limits are the operator's word
                 created_at=now,
                 updated_at=now,
             )

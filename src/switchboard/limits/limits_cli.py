@@ -19,6 +19,7 @@ from switchboard.db.engine import make_engine, make_sessionmaker
 from switchboard.db.migrate import upgrade
 from switchboard.errors import NotFound, SwitchboardError, ValidationFailed
 from switchboard.limits import store
+from switchboard.limits.authority import OPERATOR
 from switchboard.limits.ledger import status_of
 from switchboard.limits.models import LimitRow
 from switchboard.limits.rules import MAX_AMOUNT, parse_amount
@@ -85,11 +86,14 @@ async def _set(engine: AsyncEngine, args: argparse.Namespace) -> int:
         key = LimitKey(args.subject_type, subject_id, economy_id, args.metric, args.window)
         row = await store.same_key(session, key)
         if row is None:
-            row = await store.add(session, store.new_row(key, amount, allow_unpriced=args.allow_unpriced))
+            new = store.new_row(key, amount, allow_unpriced=args.allow_unpriced, authority=OPERATOR)
+            row = await store.add(session, new)
             verb = "created"
         else:
             refuse_foreign(row)
-            row = await store.change(session, row, amount=amount, allow_unpriced=args.allow_unpriced)
+            row = await store.change(
+                session, row, amount=amount, allow_unpriced=args.allow_unpriced, authority=OPERATOR
+            )
             verb = "updated"
     print(describe(row))
     print(f"switchboard: {verb} limit {row.id}", file=sys.stderr)

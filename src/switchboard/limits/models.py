@@ -30,6 +30,9 @@ class LimitRow(Base):
     # "api", "config" (the config file is its source of truth) or "budget" (an economy's budget).
     managed_by: Mapped[str] = mapped_column(String(16))
     created_by: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
+    # Who set it (authority.py): "owner", "admin", "superadmin" or "operator"; only that level or
+    # above may change or delete it (migration 0013).
+    authority: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 

@@ -78,6 +78,9 @@ class LimitOut(BaseModel):
         description="`config` and `budget` limits change only in the config file or the economy's budget"
     )
     created_by: uuid.UUID | None
+    authority: Literal["owner", "admin", "superadmin", "operator"] = Field(
+        description="who set the limit last; only that authority or above may change or delete it"
+    )
     created_at: datetime
 
 

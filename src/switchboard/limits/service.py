@@ -13,6 +13,7 @@ from switchboard.errors import Conflict, ValidationFailed
 from switchboard.groups.service import room_ids_of
 from switchboard.kit.pagination import Page, check_limit, decode_cursor, encode_cursor
 from switchboard.limits import access, notify, store
+from switchboard.limits.authority import level_of, require_authority
 from switchboard.limits.ledger import status_of
 from switchboard.limits.models import LimitRow
 from switchboard.limits.rules import SUBJECT_TYPES
@@ -34,6 +35,7 @@ def limit_out(row: LimitRow) -> LimitOut:
         allow_unpriced=row.allow_unpriced,
         managed_by=row.managed_by,  # type: ignore[arg-type]
         created_by=row.created_by,
+        authority=row.authority,  # type: ignore[arg-type]
         created_at=row.created_at,
     )
 
@@ -85,9 +87,14 @@ async def create(session: AsyncSession, principal: Principal, body: LimitCreate,
             f"limit {existing.id} already counts this subject, metric, window and economy; change it"
         )
     amount = int(body.amount)
-    row = await store.add(
-        session, store.new_row(key, amount, allow_unpriced=body.allow_unpriced, created_by=principal.user_id)
+    new = store.new_row(
+        key,
+        amount,
+        allow_unpriced=body.allow_unpriced,
+        created_by=principal.user_id,
+        authority=level_of(principal),
     )
+    row = await store.add(session, new)
     notify.on_commit(session, registry)
     return limit_out(row)
 
@@ -153,9 +160,12 @@ async def change(
     access.require_writer(principal)
     row = await access.managed(session, principal, limit_id)
     refuse_foreign(row)
+    level = require_authority(principal, row)
     if body.model_fields_set:
         amount = int(body.amount) if body.amount is not None else None
-        row = await store.change(session, row, amount=amount, allow_unpriced=body.allow_unpriced)
+        row = await store.change(
+            session, row, amount=amount, allow_unpriced=body.allow_unpriced, authority=level
+        )
         notify.on_commit(session, registry)
     return limit_out(row)
 
@@ -164,6 +174,7 @@ async def delete(session: AsyncSession, principal: Principal, limit_id: uuid.UUI
     access.require_writer(principal)
     row = await access.managed(session, principal, limit_id)
     refuse_foreign(row)
+    require_authority(principal, row)
     await store.remove(session, row)
     notify.on_commit(session, registry)
 

@@ -61,6 +61,7 @@ def new_row(
     managed_by: str = MANAGED_BY_API,
     created_by: uuid.UUID | None = None,
     limit_id: uuid.UUID | None = None,
+    authority: str,
 ) -> LimitRow:
     now = utcnow()
     return LimitRow(
@@ -74,6 +75,7 @@ def new_row(
         allow_unpriced=allow_unpriced,
         managed_by=managed_by,
         created_by=created_by,
+        authority=authority,
         created_at=now,
         updated_at=now,
     )
@@ -109,8 +111,15 @@ async def same_key(session: AsyncSession, key: LimitKey) -> LimitRow | None:
 
 
 async def change(
-    session: AsyncSession, row: LimitRow, *, amount: int | None, allow_unpriced: bool | None
+    session: AsyncSession,
+    row: LimitRow,
+    *,
+    amount: int | None,
+    allow_unpriced: bool | None,
+    authority: str | None = None,
 ) -> LimitRow:
+    if authority is not None:  # the limit is now the word of whoever changed it
+        row.authority = authority
     if amount is not None:
         row.amount = str(amount)
     if allow_unpriced is not None:

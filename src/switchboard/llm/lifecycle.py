@@ -8,17 +8,25 @@ import contextlib
 
 from fastapi import FastAPI
 
+from switchboard.kit.worker_counters import WorkerCounters
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.registry import LimitRegistry
 from switchboard.llm.upkeep import UPKEEP_SECONDS, upkeep_forever
+from switchboard.observability.workers import shared_directory
 from switchboard.routing.health import RouteHealth
+
+IN_FLIGHT_FILE = "routing-in-flight.bin"
 
 
 async def startup(app: FastAPI) -> None:
     registry = LimitRegistry(app.state.engine)
     await registry.reload()
     app.state.limits = registry
-    app.state.routing = RouteHealth()  # cooldowns and calls in flight per route (SPEC §14)
+    # Cooldowns and calls in flight per route (SPEC §14); calls in flight are the whole server's.
+    directory = shared_directory()
+    in_flight = WorkerCounters(directory / IN_FLIGHT_FILE) if directory is not None else None
+    app.state.in_flight = in_flight
+    app.state.routing = RouteHealth(in_flight)
     app.state.hold_leases = HoldLeases(app.state.settings.lease_seconds)
     # Short leases (tests) are recovered sooner.
     interval = min(UPKEEP_SECONDS, app.state.settings.lease_seconds / 3)
@@ -31,3 +39,6 @@ async def shutdown(app: FastAPI) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+    in_flight: WorkerCounters | None = getattr(app.state, "in_flight", None)
+    if in_flight is not None:
+        in_flight.close()

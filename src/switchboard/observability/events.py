@@ -125,7 +125,14 @@ def call_settled(state: Any, call: PreparedCall, outcome: CallOutcome, cost: int
     error_type = error_type_of(outcome)
     metrics = _metrics(state)
     if metrics is not None:
-        series = metrics.series(outcome.provider, outcome.model, outcome.endpoint, error_type)
+        series = metrics.series(
+            outcome.provider,
+            outcome.model,
+            outcome.endpoint,
+            error_type,
+            answered=outcome.status == "ok",
+            listed=state.catalog.by_key,
+        )
         series.duration.observe(outcome.latency_ms / 1000)
         if outcome.stream and outcome.ttft_ms is not None and not error_type:
             series.ttft.observe(outcome.ttft_ms / 1000)

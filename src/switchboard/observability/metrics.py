@@ -2,7 +2,7 @@
 
 Names and labels follow the OpenTelemetry GenAI conventions as Prometheus spells them; the gateway's
 own families start with `switchboard_`. Labels never carry a user id, a key or a prompt: a model
-label comes from the call's resolved model (bounded by `MAX_MODELS`), an economy label is an economy
+label is earned (see `Metrics.series`), an economy label is an economy
 id (economies are made by admins), error and kind labels are the gateway's own error codes.
 
 In a server of several workers, prometheus_client's multiprocess mode (PROMETHEUS_MULTIPROC_DIR, set
@@ -12,6 +12,7 @@ up; in one process the values live in `registry`.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -21,7 +22,8 @@ DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
-# A caller may name any model of a provider in reach (SPEC §6); past this many distinct
+# A caller may name any model of a provider in reach (SPEC §6): a model the catalog does not list
+# earns a label only once a provider has answered a call for it, and past this many such
 # provider/model pairs a process labels the rest `other`, so label sets stay bounded.
 MAX_MODELS = 200
 OTHER = "other"
@@ -117,26 +119,40 @@ class Metrics:
             registry=registry,
         )
         self._series: dict[tuple[str, str, str, str], CallSeries] = {}
-        self._models: set[tuple[str, str]] = set()
+        self._models: set[tuple[str, str]] = set()  # the pairs with a label of their own
+        self._unlisted = 0  # of those, the ones the catalog does not list
         self._requests: dict[tuple[str, int], Counter] = {}
         self._costs: dict[str, Counter] = {}
         self._errors: dict[tuple[str, str], Counter] = {}
 
-    def series(self, provider: str, model: str, endpoint: str, error_type: str) -> CallSeries:
-        key = (provider, model, endpoint, error_type)
-        found = self._series.get(key)
-        if found is None:
-            if (provider, model) not in self._models:
-                if len(self._models) >= MAX_MODELS and model != OTHER:
-                    return self.series(provider, OTHER, endpoint, error_type)
-                self._models.add((provider, model))
-            labels = (provider, model, operation_of(endpoint))
-            found = self._series[key] = CallSeries(
-                duration=self.duration.labels(*labels, error_type),
-                ttft=self.ttft.labels(*labels),
-                input_tokens=self.tokens.labels(*labels, "input"),
-                output_tokens=self.tokens.labels(*labels, "output"),
-            )
+    def series(
+        self,
+        provider: str,
+        model: str,
+        endpoint: str,
+        error_type: str,
+        answered: bool,
+        listed: Container[str],
+    ) -> CallSeries:
+        """The children of a call's label set. `model` is its own label once the catalog lists it or
+        a provider has `answered` a call for it; until then `other`: names a caller makes up (200
+        bogus ones fill no cap, and the models seen after them keep their names)."""
+        found = self._series.get((provider, model, endpoint, error_type))
+        if found is not None:
+            return found
+        if (provider, model) not in self._models and model != OTHER:
+            if f"{provider}/{model}" not in listed:
+                if not answered or self._unlisted >= MAX_MODELS:
+                    return self.series(provider, OTHER, endpoint, error_type, answered, listed)
+                self._unlisted += 1
+            self._models.add((provider, model))
+        labels = (provider, model, operation_of(endpoint))
+        found = self._series[(provider, model, endpoint, error_type)] = CallSeries(
+            duration=self.duration.labels(*labels, error_type),
+            ttft=self.ttft.labels(*labels),
+            input_tokens=self.tokens.labels(*labels, "input"),
+            output_tokens=self.tokens.labels(*labels, "output"),
+        )
         return found
 
     def request(self, endpoint: str, status: int) -> None:

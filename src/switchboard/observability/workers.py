@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from prometheus_client.multiprocess import mark_process_dead
 from uvicorn.supervisors import Multiprocess
@@ -31,6 +32,13 @@ def shared_metrics() -> Iterator[str]:
     finally:
         os.environ.pop(DIRECTORY_VARIABLE, None)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def shared_directory() -> Path | None:
+    """This server's private directory when it runs several workers (other per-server state shared
+    by the workers lives there too: routing's calls in flight)."""
+    directory = os.environ.get(DIRECTORY_VARIABLE)
+    return Path(directory) if directory else None
 
 
 class MetricsMultiprocess(Multiprocess):

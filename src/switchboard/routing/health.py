@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from switchboard.credentials.store import CredentialRef, CredentialStore
+from switchboard.kit.worker_counters import WorkerCounters
 from switchboard.routing.failures import Verdict, cooldown_of
 from switchboard.routing.route import PoolKey, Route, credential_key
 
@@ -30,11 +31,16 @@ class _Failing:
 
 
 class RouteHealth:
-    def __init__(self) -> None:
+    """`shared`: in a server of several workers, the calls in flight of every worker (kit/worker_counters.py).
+    Balancing on this process's calls alone sent a worker's call to a key another worker was
+    streaming on: least busy means least busy in the whole server."""
+
+    def __init__(self, shared: WorkerCounters | None = None) -> None:
         self._failing: dict[tuple[Hashable, str], _Failing] = {}
         self._rejected: dict[Hashable, tuple[bytes, float]] = {}  # credential → (its version, when)
         self._in_flight: dict[Hashable, int] = {}
         self._turns: dict[PoolKey, int] = {}
+        self._shared = shared if shared is not None and shared.claimed else None
 
     # --- balancing -------------------------------------------------------------------------------
     def balanced(self, pool: PoolKey, refs: Sequence[CredentialRef]) -> list[CredentialRef]:
@@ -45,18 +51,27 @@ class RouteHealth:
         self._turns[pool] = turn + 1
         start = turn % len(refs)
         rotated = [*refs[start:], *refs[:start]]
-        if self._in_flight:
+        shared = self._shared
+        if shared is not None:  # the calls of every worker of this server
+            rotated.sort(key=lambda ref: shared.total(credential_key(ref)))  # stable
+        elif self._in_flight:
             rotated.sort(key=lambda ref: self._in_flight.get(credential_key(ref), 0))  # stable
         return rotated
 
     def started(self, route: Route) -> None:
         if route.pool is not None:  # only pooled credentials are balanced, so only they are counted
             key = credential_key(route.credential)
+            if self._shared is not None:
+                self._shared.add(key, 1)
+                return
             self._in_flight[key] = self._in_flight.get(key, 0) + 1
 
     def ended(self, route: Route) -> None:
         if route.pool is not None:
             key = credential_key(route.credential)
+            if self._shared is not None:
+                self._shared.add(key, -1)
+                return
             left = self._in_flight.get(key, 1) - 1
             if left > 0:
                 self._in_flight[key] = left

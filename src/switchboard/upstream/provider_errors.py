@@ -13,6 +13,7 @@ import httpx
 import orjson
 
 from switchboard.errors import (
+    BadRequest,
     NotFound,
     RateLimited,
     SwitchboardError,
@@ -159,12 +160,23 @@ def from_transport(error: BaseException) -> SwitchboardError:
     return UpstreamConnectionFailed("the provider connection failed")
 
 
-def from_litellm(error: Exception, secret: Secret | None, depth: int = 0) -> SwitchboardError:
-    """litellm's exception (its text may hold request details, so only the provider's words are kept)."""
+def from_litellm(
+    error: Exception,
+    secret: Secret | None,
+    depth: int = 0,
+    *,
+    provider: str = "",
+    reached: bool | None = None,
+) -> SwitchboardError:
+    """litellm's exception (its text may hold request details, so only the provider's words are kept).
+
+    `reached`: whether the call got an HTTP answer from the provider (None: unknown, for the kinds
+    whose calls litellm makes on connections of its own). An error litellm raised before any answer
+    is litellm's own refusal, reported in the gateway's words, never litellm's."""
     inner = getattr(error, "original_exception", None)
     if isinstance(inner, Exception) and inner is not error and depth < 5:
         # Stream failures arrive wrapped (MidStreamFallbackError); the provider's answer is inside.
-        return from_litellm(inner, secret, depth + 1)
+        return from_litellm(inner, secret, depth + 1, provider=provider, reached=reached)
     if isinstance(error, httpx.HTTPStatusError):
         response = error.response
         try:
@@ -180,13 +192,50 @@ def from_litellm(error: Exception, secret: Secret | None, depth: int = 0) -> Swi
     if forbidden_cause(error) is not None:
         return from_transport(error)
     status = getattr(error, "status_code", None)
+    raw = str(getattr(error, "message", "") or "")
+    answered = reached is True or (reached is None and _PROVIDER_SAID.search(raw) is not None)
+    if kind == "UnsupportedParamsError" or not answered:
+        return litellm_refusal(kind, raw, status, provider)
     if not isinstance(status, int):
         return UpstreamFailed("the provider call failed")
-    raw = str(getattr(error, "message", "") or "")
     text = _embedded_json(raw) or raw.split(" - ", 1)[-1]
     if kind == "AuthenticationError":
         status = 401
     return from_response(status, _litellm_headers(error), text, secret)
+
+
+# litellm prefixes a provider's answer with the provider's name: `… OpenAIException - {body}`.
+_PROVIDER_SAID = re.compile(r"[A-Za-z]Exception - ")
+# UnsupportedParamsError's two wordings: `parameters: ['max_tokens']` and `parameter 'max_retries'`.
+_UNSUPPORTED = re.compile(r"does not support parameters?:? \[?([^\]\n.]*)")
+_PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def litellm_refusal(kind: str, text: str, status: object, provider: str) -> SwitchboardError:
+    """A call litellm refused before sending it, in the gateway's words (SPEC §3: no internal text)."""
+    who = provider or "this provider"
+    if kind == "UnsupportedParamsError":
+        found = _UNSUPPORTED.search(text)
+        names = _PARAM_NAME.findall(found.group(1)) if found else []
+        if names:
+            return BadRequest(
+                f"{who} does not accept the parameter(s) {', '.join(names)}; leave them out",
+                param=names[0],
+                openai_code="unsupported_parameter",
+            )
+        return BadRequest(
+            f"{who} does not accept some of this request's parameters", openai_code="unsupported_parameter"
+        )
+    if "Unmapped LLM provider" in text or "LLM Provider NOT provided" in text:
+        return BadRequest(
+            f"the gateway cannot call {who} models", param="model", openai_code="unsupported_provider"
+        )
+    if isinstance(status, int) and 400 <= status < 500:
+        return BadRequest(
+            f"{who} cannot take this request: the gateway could not translate it to the provider's format",
+            openai_code="untranslatable_request",
+        )
+    return UpstreamFailed(f"the call to {who} failed before it was sent")
 
 
 def _embedded_json(text: str) -> str | None:

@@ -177,7 +177,7 @@ class TranslatedRelay:
             async with asyncio.timeout(target.first_byte or self._pool.timeouts.first_byte):
                 result = await litellm.acompletion(**kwargs, **params, _skip_mcp_handler=True)
         except Exception as exc:
-            raise _mapped(exc, target) from None
+            raise _mapped(exc, target, opened) from None
         finally:
             _OPENED.reset(token)
             await _close_all(opened)
@@ -268,7 +268,7 @@ class TranslatedStream(UpstreamStream):
             raise
         except Exception as exc:
             await self.aclose()
-            raise _mapped(exc, self._target) from None
+            raise _mapped(exc, self._target, self._opened) from None
 
     async def aclose(self) -> None:
         if self._closed:
@@ -292,9 +292,12 @@ def _params(body: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy({k: v for k, v in body.items() if k in CHAT_PARAMS})
 
 
-def _mapped(error: Exception, target: UpstreamTarget) -> SwitchboardError:
+def _mapped(error: Exception, target: UpstreamTarget, opened: list[httpx.Response]) -> SwitchboardError:
+    """`opened`: the provider's answers this call got on our transport; none means litellm's own
+    error, unless the kind's calls go over litellm's own connections (then their text tells)."""
     if isinstance(error, SwitchboardError):
         return error
     if isinstance(error, TimeoutError | httpx.HTTPError | OSError):
         return provider_errors.from_transport(error)
-    return provider_errors.from_litellm(error, target.secret)
+    reached = True if opened else (None if target.provider in providers.OWN_CONNECTIONS else False)
+    return provider_errors.from_litellm(error, target.secret, provider=target.provider, reached=reached)
