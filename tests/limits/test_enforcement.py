@@ -140,7 +140,8 @@ def test_a_cost_limit_sets_the_output_cap_the_budget_affords_and_says_so(
     model = unique_model("cap")
     slug = economy_for(admin, caller, model)
     economy_id = admin.client.get(f"/economies/{slug}").json()["id"]
-    # Prompt ≈ 25 chars → 7 tokens → 1,050 nano-units; 100,000 leaves room for ~164 output tokens.
+    # The prompt's bound: 82 tokens (its 42 bytes, 8 a message, 32 a request) → 12,300 nano-units;
+    # 100,000 leaves room for 146 output tokens.
     limit = add_limit(
         admin, subject_type="economy", subject_id=slug, metric="cost", window="month", amount="100000"
     )
