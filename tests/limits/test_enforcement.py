@@ -230,10 +230,12 @@ def test_a_tokens_limit_counts_prompt_and_answer_and_answers_429(
 ) -> None:
     model = unique_model("tpm")
     limit = add_limit(
-        admin, subject_type="user", subject_id=str(caller.user.id), metric="tokens", window="day", amount="40"
+        admin, subject_type="user", subject_id=str(caller.user.id), metric="tokens", window="day", amount="150"
     )
+    # The first call holds its prompt's bound (82) and an answer of the rest; the second, capped at
+    # 100 tokens, would hold 182 of the 132 left.
     raw = caller.sdk.chat.completions.with_raw_response.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
-    assert raw.headers["x-ratelimit-limit-tokens"] == "40"
+    assert raw.headers["x-ratelimit-limit-tokens"] == "150"
     assert status(admin, limit["id"])["used"] == "18"  # 11 + 7, as the provider counted them
     with pytest.raises(openai.RateLimitError):
         caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES, max_tokens=100)  # type: ignore[arg-type]
