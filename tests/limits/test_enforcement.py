@@ -230,7 +230,12 @@ def test_a_tokens_limit_counts_prompt_and_answer_and_answers_429(
 ) -> None:
     model = unique_model("tpm")
     limit = add_limit(
-        admin, subject_type="user", subject_id=str(caller.user.id), metric="tokens", window="day", amount="150"
+        admin,
+        subject_type="user",
+        subject_id=str(caller.user.id),
+        metric="tokens",
+        window="day",
+        amount="150",
     )
     # The first call holds its prompt's bound (82) and an answer of the rest; the second, capped at
     # 100 tokens, would hold 182 of the 132 left.

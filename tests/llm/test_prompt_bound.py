@@ -66,7 +66,11 @@ def test_an_image_counts_its_providers_most_not_its_encoded_bytes() -> None:
 
 
 def test_responses_and_messages_images_are_images_too() -> None:
-    responses = {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}]}
-    messages = {"messages": [{"role": "user", "content": [{"type": "image", "source": {"data": "A" * 9000}}]}]}
+    responses = {
+        "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]}]
+    }
+    messages = {
+        "messages": [{"role": "user", "content": [{"type": "image", "source": {"data": "A" * 9000}}]}]
+    }
     for body in (responses, messages):
         assert 1_600 < prompt_bound(body, [("anthropic", "claude")]) < 1_600 + 200
