@@ -85,28 +85,35 @@ def prompt_bound(body: dict[str, Any], models: Iterable[tuple[str, str]]) -> int
 
 
 def _size(value: Any) -> tuple[int, int]:
-    """(text bytes plus one a string, images) in `value`: every string, a dict's keys included."""
-    if isinstance(value, str):
-        return _utf8(value) + 1, 0
-    if isinstance(value, list):
-        size = images = 0
-        for item in value:
-            more, found = _size(item)
-            size, images = size + more, images + found
-        return size, images
+    """(text bytes plus one a string, images) in `value`: every string, a dict's keys included.
+
+    Strings, most of what a request holds, are counted in the loop rather than by a call each."""
+    size = images = 0
     if isinstance(value, dict):
         kind = value.get("type")
         if kind in _IMAGES:
             return 0, 1
-        size, images = (0, 1) if kind in _FILES else (0, 0)
+        if kind in _FILES:
+            images = 1
         for key, item in value.items():
-            # keys too: an Anthropic tool call's `input` is an object, rendered as JSON
-            more, found = _size(item)
-            size, images = size + _utf8(key) + more, images + found
-        return size, images
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return len(repr(value)), 0  # a number in a tool call's arguments, a token id in `prompt`
-    return 0, 0
+            size += _utf8(key)  # keys too: an Anthropic tool call's `input` is an object, rendered as JSON
+            if type(item) is str:
+                size += _utf8(item) + 1
+            elif item is not None:
+                more, found = _size(item)
+                size, images = size + more, images + found
+    elif isinstance(value, list):
+        for item in value:
+            if type(item) is str:
+                size += _utf8(item) + 1
+            else:
+                more, found = _size(item)
+                size, images = size + more, images + found
+    elif isinstance(value, str):
+        size = _utf8(value) + 1
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        size = len(repr(value))  # a number in a tool call's arguments, a token id in `prompt`
+    return size, images
 
 
 def _utf8(text: str) -> int:
