@@ -7,6 +7,7 @@ provider received (`received`) and which calls the client abandoned (`disconnect
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import time
@@ -19,7 +20,7 @@ import orjson
 
 from tests.fakes import anthropic_wire, gemini_wire, openai_wire, responses_wire
 from tests.fakes.key_behaviour import KeyBehaviours, drop_connection
-from tests.fakes.script import Disconnect, Kind, Received, Script
+from tests.fakes.script import Disconnect, Kind, Received, Script, billed_prompt_tokens
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -211,6 +212,8 @@ class FakeProvider:
         if await watcher.sleep(script.first_byte_delay):
             raise _ClientGone
         body: dict[str, Any] = record.body if isinstance(record.body, dict) else {}
+        if script.count_prompt:
+            script = dataclasses.replace(script, prompt_tokens=billed_prompt_tokens(body))
         wire = {"openai": openai_wire, "anthropic": anthropic_wire, "gemini": gemini_wire}[record.kind]
         if script.fail is not None:
             status, error = wire.error(script, record.api_key)

@@ -28,6 +28,8 @@ class Script:
 
     reply: str = DEFAULT_REPLY
     prompt_tokens: int = 11
+    # Bill the prompt as a real tokenizer would (`billed_prompt_tokens`) instead of `prompt_tokens`.
+    count_prompt: bool = False
     completion_tokens: int = 7
     cached_tokens: int = 0
     reasoning_tokens: int = 0
@@ -58,6 +60,33 @@ class Script:
             return
         for _ in range(1_000_000):
             yield from words
+
+
+def billed_prompt_tokens(body: Any) -> int:
+    """A prompt's tokens as real tokenizers bill them: a token a character outside ASCII (Chinese and
+    Japanese text cost about that), four ASCII characters a token, and three a message for framing."""
+    texts: list[str] = []
+    _strings(body.get("messages") if isinstance(body, dict) else None, texts)
+    _strings(body.get("input") if isinstance(body, dict) else None, texts)
+    _strings(body.get("system") if isinstance(body, dict) else None, texts)
+    ascii_chars = sum(len(t) for t in texts if t.isascii())
+    other = [t for t in texts if not t.isascii()]
+    ascii_chars += sum(1 for t in other for c in t if c.isascii())
+    wide = sum(1 for t in other for c in t if not c.isascii())
+    messages = body.get("messages") if isinstance(body, dict) else None
+    framing = 3 * len(messages) if isinstance(messages, list) else 0
+    return wide + -(-ascii_chars // 4) + framing
+
+
+def _strings(value: Any, into: list[str]) -> None:
+    if isinstance(value, str):
+        into.append(value)
+    elif isinstance(value, list):
+        for item in value:
+            _strings(item, into)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _strings(item, into)
 
 
 @dataclass

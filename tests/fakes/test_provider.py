@@ -64,6 +64,18 @@ def test_openai_sdk_completion_has_the_scripted_reply_usage_and_records_the_key(
     assert seen.api_key == KEY and seen.path == "/v1/chat/completions" and seen.body["messages"] == MESSAGES
 
 
+def test_count_prompt_bills_a_token_a_cjk_character_and_four_ascii_characters_a_token(
+    fake_provider: FakeProvider, sdk: openai.OpenAI
+) -> None:
+    model = unique("gpt")
+    fake_provider.script(model, count_prompt=True)
+    messages = [{"role": "user", "content": "漢字" * 500 + "x" * 40}]
+    completion = sdk.chat.completions.create(model=model, messages=messages)  # type: ignore[arg-type]
+    assert completion.usage is not None
+    # 1,000 CJK characters, 44 ASCII ("user" and the x's) at four a token, 3 for the message
+    assert completion.usage.prompt_tokens == 1000 + 11 + 3
+
+
 def test_openai_sdk_stream_ends_with_a_usage_only_chunk_when_asked(
     fake_provider: FakeProvider, sdk: openai.OpenAI
 ) -> None:

@@ -140,7 +140,8 @@ def test_a_cost_limit_sets_the_output_cap_the_budget_affords_and_says_so(
     model = unique_model("cap")
     slug = economy_for(admin, caller, model)
     economy_id = admin.client.get(f"/economies/{slug}").json()["id"]
-    # Prompt ≈ 25 chars → 7 tokens → 1,050 nano-units; 100,000 leaves room for ~164 output tokens.
+    # The prompt's bound: 82 tokens (its 42 bytes, 8 a message, 32 a request) → 12,300 nano-units;
+    # 100,000 leaves room for 146 output tokens.
     limit = add_limit(
         admin, subject_type="economy", subject_id=slug, metric="cost", window="month", amount="100000"
     )
@@ -229,10 +230,17 @@ def test_a_tokens_limit_counts_prompt_and_answer_and_answers_429(
 ) -> None:
     model = unique_model("tpm")
     limit = add_limit(
-        admin, subject_type="user", subject_id=str(caller.user.id), metric="tokens", window="day", amount="40"
+        admin,
+        subject_type="user",
+        subject_id=str(caller.user.id),
+        metric="tokens",
+        window="day",
+        amount="150",
     )
+    # The first call holds its prompt's bound (82) and an answer of the rest; the second, capped at
+    # 100 tokens, would hold 182 of the 132 left.
     raw = caller.sdk.chat.completions.with_raw_response.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
-    assert raw.headers["x-ratelimit-limit-tokens"] == "40"
+    assert raw.headers["x-ratelimit-limit-tokens"] == "150"
     assert status(admin, limit["id"])["used"] == "18"  # 11 + 7, as the provider counted them
     with pytest.raises(openai.RateLimitError):
         caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES, max_tokens=100)  # type: ignore[arg-type]

@@ -27,10 +27,12 @@ from tests.support.databases import DatabaseFactory
 from tests.support.recorder import RECORDER
 
 PRICES = {"input_per_mtok": "0.15", "output_per_mtok": "0.60"}  # 150 and 600 nano-units a token
-# 44 characters of message text: the gateway's estimate (4 a token) is the fake provider's 11 tokens.
 MESSAGES = [{"role": "user", "content": "x" * 40}]
 MAX_TOKENS = 20
-HOLD = 11 * 150 + MAX_TOKENS * 600  # what each call reserves: 13,650
+# The prompt's bound (llm/prompt_bound.py): its bytes, keys included ("role" 4, "content" 7, "user"
+# 4 + 1, the text 40 + 1), 8 for the message and 32 for the request. The fake provider bills 11.
+PROMPT_BOUND = 4 + 7 + 5 + 41 + 8 + 32
+HOLD = PROMPT_BOUND * 150 + MAX_TOKENS * 600  # what each call reserves: 26,550
 ACTUAL = 11 * 150 + 7 * 600  # what each call costs (11 in, 7 out): 5,850
 AMOUNT = 10 * HOLD
 
@@ -39,6 +41,15 @@ AMOUNT = 10 * HOLD
 def two_replicas(
     databases: DatabaseFactory, tmp_path: Path, config: dict[str, Any]
 ) -> Iterator[tuple[list[Any], list[str]]]:
+    with replicas(databases, tmp_path, config, 2) as running:
+        yield running
+
+
+@contextmanager
+def replicas(
+    databases: DatabaseFactory, tmp_path: Path, config: dict[str, Any], count: int
+) -> Iterator[tuple[list[Any], list[str]]]:
+    """`count` gateway processes on one new database: their processes and their URLs."""
     env = {
         **os.environ,
         "SWITCHBOARD_ENV": "development",
@@ -52,9 +63,8 @@ def two_replicas(
         "SWITCHBOARD_LEASE_SECONDS": "3",
     }
     with ExitStack() as stack:
-        first = stack.enter_context(gateway_process(env, tmp_path / "a.log"))
-        second = stack.enter_context(gateway_process(env, tmp_path / "b.log"))
-        yield [first[0], second[0]], [first[1], second[1]]
+        started = [stack.enter_context(gateway_process(env, tmp_path / f"{n}.log")) for n in range(count)]
+        yield [process for process, _ in started], [url for _, url in started]
 
 
 def priced_config(fake_provider: Any, models: list[str]) -> dict[str, Any]:
@@ -88,9 +98,17 @@ def limit_status(url: str, admin: str, limit_id: str) -> dict[str, Any]:
     return dict(response.json())
 
 
-async def wave(urls: list[str], user: str, model: str, calls: int, fake_provider: Any) -> dict[int, int]:
+async def wave(
+    urls: list[str],
+    user: str,
+    model: str,
+    calls: int,
+    fake_provider: Any,
+    messages: list[dict[str, Any]] = MESSAGES,
+    max_tokens: int = MAX_TOKENS,
+) -> dict[int, int]:
     """`calls` concurrent calls spread over the replicas; returns how many ended with each status."""
-    body = {"model": f"openai/{model}", "messages": MESSAGES, "max_tokens": MAX_TOKENS}
+    body = {"model": f"openai/{model}", "messages": messages, "max_tokens": max_tokens}
     clients = [
         httpx.AsyncClient(base_url=url, headers={"authorization": f"Bearer {user}"}, timeout=60)
         for url in urls

@@ -13,7 +13,8 @@ from switchboard.errors import LimitRefused
 from switchboard.idempotency.service import StoredResponse
 from switchboard.limits import enforce
 from switchboard.llm.context import PreparedCall
-from switchboard.llm.outcomes import build_outcome, prompt_estimate
+from switchboard.llm.outcomes import build_outcome
+from switchboard.llm.prompt_bound import prompt_bound
 from switchboard.metering.outcome import CallOutcome, Settlement
 from switchboard.observability import events
 from switchboard.upstream.prices import litellm_max_output
@@ -85,7 +86,8 @@ async def begin(state: Any, call: PreparedCall) -> None:
         fallbacks = await _fallbacks(state, call, costed) if len(call.routes) > 1 else ()
         ask = enforce.Ask(
             endpoint=call.endpoint,
-            prompt_tokens=prompt_estimate(call.body),
+            # never below what a provider can bill: an estimate would let concurrent calls overspend
+            prompt_tokens=prompt_bound(call.body, ((r.model.provider, r.model.model) for r in call.routes)),
             own_cap=enforce.own_cap(call.endpoint, call.body),
             model_max=_model_max(call.endpoint, call.model),
             prices=prices,
