@@ -20,12 +20,15 @@ from switchboard.errors import (
     UpstreamBadRequest,
     UpstreamConnectionFailed,
     UpstreamCredentialRejected,
+    UpstreamDropped,
     UpstreamFailed,
+    UpstreamForbidden,
     UpstreamTimeout,
 )
 from switchboard.kit.secret import Secret
 from switchboard.upstream import providers
 from switchboard.upstream.connection_pool import ConnectFailed
+from switchboard.upstream.egress import RequestDropped
 from switchboard.upstream.guard import forbidden_cause
 from switchboard.upstream.resolver import ForbiddenHost
 
@@ -147,11 +150,10 @@ def unusable_base_url() -> Unprocessable:
 def from_transport(error: BaseException) -> SwitchboardError:
     """A failure below HTTP (httpx's or the relay's own): refused address, timeout, reset."""
     forbidden = forbidden_cause(error) or _cause(error, ForbiddenHost)
-    if forbidden is not None:
-        return Unprocessable(
-            f"the credential's base_url resolves to a forbidden address ({forbidden.reason})",
-            param="base_url",
-        )
+    if forbidden is not None:  # SPEC §21: nothing was sent
+        return UpstreamForbidden(f"the provider's address is forbidden ({forbidden.reason})")
+    if _cause(error, RequestDropped) is not None:  # SPEC §21: sent, unanswered, never sent again
+        return UpstreamDropped()
     if isinstance(error, httpx.TimeoutException | TimeoutError) or _caused_by(error, httpx.TimeoutException):
         return UpstreamTimeout()
     if isinstance(error, httpx.ConnectError | ConnectFailed) or _caused_by(error, httpx.ConnectError):
