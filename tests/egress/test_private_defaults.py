@@ -137,8 +137,12 @@ def test_a_deployment_credential_without_base_url_for_such_a_kind_stops_the_star
     config["deployment_credentials"] = [{"provider": "lemonade", "api_key_env": "SOME_KEY"}]
     path = write_config(tmp_path, config)
     with pytest.raises(SettingsError, match="lemonade credentials need a public base_url"):
-        build_settings(tmp_path, "sqlite+aiosqlite:///:memory:", path, {"SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "false"})
-    allowed = build_settings(tmp_path, "sqlite+aiosqlite:///:memory:", path, {"SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "true"})
+        build_settings(
+            tmp_path, "sqlite+aiosqlite:///:memory:", path, {"SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "false"}
+        )
+    allowed = build_settings(
+        tmp_path, "sqlite+aiosqlite:///:memory:", path, {"SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "true"}
+    )
     assert allowed.config.deployment_credentials[0].provider == "lemonade"
 
 
@@ -183,7 +187,7 @@ async def test_no_other_kind_of_the_pinned_litellm_defaults_to_a_private_address
             continue
         secret = Secret(KEY)
         if (shape := providers.SECRET_SHAPES.get(kind)) is not None:
-            secret = Secret('{%s}' % ", ".join(f'"{name}": "v1"' for name in shape.required))
+            secret = Secret("{%s}" % ", ".join(f'"{name}": "v1"' for name in shape.required))
         asked.clear()
         with sockets_opened() as opened, contextlib.suppress(SwitchboardError):
             await upstream.chat(UpstreamTarget(kind, "some-model", secret, None), BODY)
@@ -195,4 +199,8 @@ async def test_no_other_kind_of_the_pinned_litellm_defaults_to_a_private_address
 
 def _names_inside(host: str) -> bool:
     name = host.strip("[]").rstrip(".").lower()
-    return name == "localhost" or name.endswith(".localhost") or forbidden_reason(name) not in (None, "not an IP address")
+    return (
+        name == "localhost"
+        or name.endswith(".localhost")
+        or forbidden_reason(name) not in (None, "not an IP address")
+    )

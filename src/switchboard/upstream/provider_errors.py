@@ -163,6 +163,8 @@ def from_transport(error: BaseException) -> SwitchboardError:
 
 def from_litellm(error: Exception, secret: Secret | None, depth: int = 0) -> SwitchboardError:
     """litellm's exception (its text may hold request details, so only the provider's words are kept)."""
+    if _cause(error, RequestDropped) is not None:  # whatever status litellm gave it (SPEC §21)
+        return UpstreamDropped()
     inner = getattr(error, "original_exception", None)
     if isinstance(inner, Exception) and inner is not error and depth < 5:
         # Stream failures arrive wrapped (MidStreamFallbackError); the provider's answer is inside.
