@@ -1,4 +1,4 @@
-"""Egress fixtures (SPEC §21): the strict gateway of tests/credentials and the UpstreamClient of tests/upstream."""
+"""Egress fixtures (SPEC §21): tests/credentials' strict gateway, tests/upstream's UpstreamClient."""
 
 from __future__ import annotations
 
