@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,11 +41,18 @@ DEFAULT_PORTS = {
 }
 
 _connects: list[tuple[str, int]] | None = None
+_watched = 0  # the thread whose sockets are recorded: the test's (and its event loop's)
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    # Every socket this process opens, whoever opens it (litellm's own clients included).
-    if event == "socket.connect" and _connects is not None and isinstance(args[1], tuple):
+    # Every socket the test's thread opens, whoever opens it (litellm's own clients included); the
+    # session's gateways run in threads of their own, with their database connections.
+    if (
+        event == "socket.connect"
+        and _connects is not None
+        and isinstance(args[1], tuple)
+        and threading.get_ident() == _watched
+    ):
         _connects.append((str(args[1][0]), int(args[1][1])))
 
 
@@ -53,7 +61,8 @@ sys.addaudithook(_audit)
 
 @contextlib.contextmanager
 def sockets_opened() -> Iterator[list[tuple[str, int]]]:
-    global _connects
+    global _connects, _watched
+    _watched = threading.get_ident()
     _connects = seen = []
     try:
         yield seen
@@ -205,3 +214,15 @@ def _names_inside(host: str) -> bool:
         or name.endswith(".localhost")
         or forbidden_reason(name) not in (None, "not an IP address")
     )
+
+
+def test_providers_lists_their_base_url_as_required_where_the_guard_is_on(
+    strict_gateway: Gateway, gateway: Gateway
+) -> None:
+    def listed(on: Gateway) -> dict[str, str]:
+        data = on.user().client.get("/providers", params={"limit": 500}).json()["data"]
+        return {entry["kind"]: entry["base_url"] for entry in data}
+
+    strict, lenient = listed(strict_gateway), listed(gateway)
+    assert {strict[kind] for kind in private_defaults.PRIVATE_DEFAULT} == {"required"}
+    assert lenient["ollama"] == "optional"

@@ -113,6 +113,9 @@ class TranslatedRelay:
         problem = private_defaults.refusal(target.provider, target.base_url, target.allow_private)
         if problem is not None:  # a deployment credential is refused at start, a stored one at save
             raise UpstreamForbidden(problem)
+        if self._pool.egress.proxy is not None and target.provider in providers.OWN_CONNECTIONS:
+            # litellm opens these kinds' sockets itself, past our transport: they cannot be proxied.
+            raise UpstreamForbidden(f"{target.provider} calls cannot go through the egress proxy")
         litellm = await litellm_module()
         if not self._installed:
             litellm_clients.install(litellm, self._pool)
