@@ -181,7 +181,7 @@ async def test_the_pool_dials_the_address_it_checked_and_keeps_the_name(
     """`rebind.invalid` does not resolve for the operating system, so reaching the provider proves the
     socket went to the address the guard checked (here allowed by a permissive rule)."""
     monkeypatch.setattr(resolver, "lookup", answering("127.0.0.1"))
-    monkeypatch.setattr(resolver, "forbidden_reason", lambda address: None)
+    monkeypatch.setattr(egress, "forbidden_reason", lambda address: None)
     model = unique("gpt")
     port = port_of(fake_provider)
     base = f"http://rebind.invalid:{port}/v1"
