@@ -100,3 +100,15 @@ def test_a_stream_falls_back_before_its_first_byte(caller: Caller) -> None:
     assert response.text.endswith("data: [DONE]\n\n")
     assert response.headers["x-switchboard-model"] == "anthropic/claude-3-5-haiku-latest"
     assert response.headers["x-switchboard-attempts"] == "2"
+
+
+def test_a_streamed_request_the_provider_read_then_dropped_is_never_sent_again(caller: Caller) -> None:
+    flaky = key("flaky-1")
+    caller.add_key("openai", flaky)
+    fallback = key()
+    caller.add_key("anthropic", fallback)
+    response = caller.post({"model": "openai/gpt-4o-mini", "stream": True})
+    assert response.status_code == 502, response.text
+    assert response.json()["error"]["code"] == "upstream_dropped"
+    assert response.headers["x-switchboard-attempts"] == "1"
+    assert caller.tried(flaky) == 1 and caller.tried(fallback) == 0
