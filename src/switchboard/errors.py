@@ -200,6 +200,27 @@ class UpstreamConnectionFailed(UpstreamFailed):
     default_message = "the provider connection failed"
 
 
+class UpstreamForbidden(UpstreamFailed):
+    """The egress guard refused the provider's address (SPEC §21): nothing was sent."""
+
+    default_message = "the provider's address is forbidden"
+
+    def __init__(self, message: str | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("openai_code", "upstream_forbidden")
+        super().__init__(message, **kwargs)
+
+
+class UpstreamDropped(UpstreamFailed):
+    """The connection broke after the request was written and before any answer (SPEC §21): the
+    provider may have run it, so the call ends here; no route is tried again."""
+
+    default_message = "the provider connection dropped after the request was sent; it was not retried"
+
+    def __init__(self, message: str | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("openai_code", "upstream_dropped")
+        super().__init__(message, **kwargs)
+
+
 class UpstreamBadRequest(BadRequest):
     """A provider's 400, passed on after scrubbing."""
 

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import SecretStr
 
 from switchboard.config_file import GatewayConfig, load_config
+from switchboard.upstream import private_defaults, proxy
 
 log = logging.getLogger("switchboard.settings")
 
@@ -50,6 +51,9 @@ class Settings:
     public_url: str = "http://localhost:8000"
     auth_url: str = "http://localhost:8000"
     allow_private_upstreams: bool = False
+    # SPEC §21: the proxy all provider traffic goes through (None: direct), and extra trusted roots.
+    egress_proxy: proxy.EgressProxy | None = None
+    ca_bundle: Path | None = None
     max_body_bytes: int = 20 * 1024 * 1024
     max_upstream_response_bytes: int = 8 * 1024 * 1024  # a non-streamed or inflated answer; over → 502
     head_timeout_seconds: float = 15.0  # to send a complete request head, else the connection closes
@@ -262,6 +266,20 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         except ValueError:
             raise SettingsError(f"{PREFIX}{name} must be a number") from None
 
+    config = load_config(config_path)
+    allow_private = _bool(get("ALLOW_PRIVATE_UPSTREAMS"))
+    for entry in config.deployment_credentials:
+        problem = private_defaults.refusal(entry.provider, entry.base_url, allow_private)
+        if problem is not None:
+            raise SettingsError(f"deployment_credentials: {problem}")
+    try:
+        egress_proxy = proxy.from_setting(get("EGRESS_PROXY", "") or "", env)
+    except ValueError as exc:
+        raise SettingsError(f"SWITCHBOARD_EGRESS_PROXY: {exc}") from None
+    ca_bundle = Path(bundle) if (bundle := get("CA_BUNDLE")) else None
+    if ca_bundle is not None and not ca_bundle.is_file():
+        raise SettingsError(f"SWITCHBOARD_CA_BUNDLE names {ca_bundle}, which is not a file")
+
     public_url = (get("PUBLIC_URL", "http://localhost:8000") or "").rstrip("/")
     log_format = get("LOG_FORMAT", "text")
     if log_format not in ("text", "json"):
@@ -274,10 +292,12 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         jwt_audience=get("JWT_AUDIENCE", "svc-agents") or "svc-agents",
         encryption_keys=keys,
         config_path=config_path,
-        config=load_config(config_path),
+        config=config,
         public_url=public_url,
         auth_url=(get("AUTH_URL", public_url) or public_url).rstrip("/"),
-        allow_private_upstreams=_bool(get("ALLOW_PRIVATE_UPSTREAMS")),
+        allow_private_upstreams=allow_private,
+        egress_proxy=egress_proxy,
+        ca_bundle=ca_bundle,
         max_body_bytes=int(number("MAX_BODY_BYTES", 20 * 1024 * 1024)),
         max_upstream_response_bytes=int(number("MAX_UPSTREAM_RESPONSE_BYTES", 8 * 1024 * 1024)),
         head_timeout_seconds=number("HEAD_TIMEOUT_SECONDS", 15.0),

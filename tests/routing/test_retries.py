@@ -1,5 +1,6 @@
 """Trying the same route again (SPEC §14): on connect errors and timeouts before the first byte, `retries`
-more times; never on other 4xx; never once the first byte has reached the client."""
+more times; never on other 4xx; never once the first byte has reached the client; never once the
+request may have reached the provider unanswered (SPEC §21)."""
 
 from __future__ import annotations
 
@@ -13,26 +14,23 @@ import pytest
 from tests.routing.conftest import QUICK, Caller, key
 
 
-def test_a_connection_lost_before_the_first_byte_is_retried_on_the_same_key(caller: Caller) -> None:
-    flaky = key("flaky-1")
-    credential = caller.add_key("openai", flaky)
-    raw = caller.chat()
-    assert raw.parse().choices[0].message.content
-    assert raw.headers["x-switchboard-attempts"] == "2"
-    assert caller.tried(flaky) == 2
-    first, second = caller.records(raw.headers["x-request-id"])
-    assert (first["status"], first["credential_id"], first["model"]) == ("error", credential, "gpt-4o-mini")
-    assert (second["status"], second["credential_id"], second["model"]) == ("ok", credential, "gpt-4o-mini")
-
-
-def test_retries_n_means_one_plus_n_tries_then_the_next_route(caller: Caller) -> None:
-    flaky = key("flaky-2")  # fails twice: the default `retries: 1` gives up on it after two tries
-    caller.add_key("openai", flaky)
-    caller.add_key("anthropic", key())
-    raw = caller.chat()
-    assert raw.headers["x-switchboard-attempts"] == "3"
-    assert raw.headers["x-switchboard-model"] == "anthropic/claude-3-5-haiku-latest"
-    assert caller.tried(flaky) == 2
+@pytest.mark.parametrize("provider", ["openai", "mistral"])
+def test_a_request_the_provider_read_then_dropped_is_never_sent_again(caller: Caller, provider: str) -> None:
+    """SPEC §21: the provider may have run it (and billed it), so neither a retry nor the fallback."""
+    flaky = key("flaky-1")  # the fake reads the request, then resets the connection
+    base = caller.fake_provider.base_url + "/v1"
+    credential = caller.add_key(provider, flaky, base_url=base)
+    fallback = key()
+    caller.add_key("anthropic", fallback)
+    model = "openai/gpt-4o-mini" if provider == "openai" else "mistral/mistral-small-latest"
+    with pytest.raises(openai.APIStatusError) as raised:
+        caller.chat(model)
+    assert raised.value.status_code == 502
+    assert raised.value.code == "upstream_dropped"
+    assert raised.value.response.headers["x-switchboard-attempts"] == "1"
+    assert caller.tried(flaky) == 1 and caller.tried(fallback) == 0
+    [record] = caller.records(raised.value.response.headers["x-request-id"])
+    assert (record["status"], record["credential_id"]) == ("error", credential)
 
 
 def test_a_provider_that_never_answers_times_out_and_the_call_moves_on(caller: Caller) -> None:
@@ -102,3 +100,15 @@ def test_a_stream_falls_back_before_its_first_byte(caller: Caller) -> None:
     assert response.text.endswith("data: [DONE]\n\n")
     assert response.headers["x-switchboard-model"] == "anthropic/claude-3-5-haiku-latest"
     assert response.headers["x-switchboard-attempts"] == "2"
+
+
+def test_a_streamed_request_the_provider_read_then_dropped_is_never_sent_again(caller: Caller) -> None:
+    flaky = key("flaky-1")
+    caller.add_key("openai", flaky)
+    fallback = key()
+    caller.add_key("anthropic", fallback)
+    response = caller.post({"model": "openai/gpt-4o-mini", "stream": True})
+    assert response.status_code == 502, response.text
+    assert response.json()["error"]["code"] == "upstream_dropped"
+    assert response.headers["x-switchboard-attempts"] == "1"
+    assert caller.tried(flaky) == 1 and caller.tried(fallback) == 0

@@ -77,6 +77,7 @@ class RawProvider:
 class Certificates:
     server: ssl.SSLContext  # presents a certificate for `localhost` and 127.0.0.1
     trusting: ssl.SSLContext  # a client context that trusts the authority that signed it
+    authority: Path  # that authority's certificate, PEM (a CA bundle)
 
 
 def certificates(work: Path) -> Certificates:
@@ -116,4 +117,5 @@ def certificates(work: Path) -> Certificates:
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(work / "server.pem")
     trusting = ssl.create_default_context(cadata=ca_cert.public_bytes(pem).decode())
-    return Certificates(server, trusting)
+    (work / "authority.pem").write_bytes(ca_cert.public_bytes(pem))
+    return Certificates(server, trusting, work / "authority.pem")

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 from aiohappyeyeballs import AddrInfoType
 
-from switchboard.errors import Unprocessable
-from switchboard.upstream import guard, resolver
+from switchboard.errors import UpstreamForbidden
+from switchboard.upstream import egress, guard, resolver
 from switchboard.upstream.client import UpstreamClient
 from switchboard.upstream.guard import ForbiddenAddress, GuardedBackend
 from switchboard.upstream.resolver import ForbiddenHost
@@ -30,7 +30,7 @@ async def test_a_host_resolving_to_loopback_is_refused_when_private_upstreams_ar
 ) -> None:
     model = unique(provider)
     base = f"http://{host}:{port_of(fake_provider)}" + ("/v1" if provider == "openai" else "")
-    with pytest.raises(Unprocessable) as caught:
+    with pytest.raises(UpstreamForbidden) as caught:
         await upstream.chat(target(provider, model, base_url=base, allow_private=False), BODY)
     assert "loopback" in caught.value.message
     assert fake_provider.received(model) == []
@@ -42,7 +42,7 @@ async def test_streams_are_guarded_too(
 ) -> None:
     model = unique(provider)
     base = f"http://localhost:{port_of(fake_provider)}" + ("/v1" if provider == "openai" else "")
-    with pytest.raises(Unprocessable):
+    with pytest.raises(UpstreamForbidden):
         await anext(upstream.chat_stream(target(provider, model, base_url=base, allow_private=False), BODY))
     assert fake_provider.received(model) == []
 
@@ -78,7 +78,7 @@ async def test_the_backend_dials_the_address_it_checked_not_the_name(
         return ["127.0.0.1"]
 
     monkeypatch.setattr(guard, "resolve_host", resolved)
-    monkeypatch.setattr(guard, "forbidden_reason", lambda address: None)
+    monkeypatch.setattr(egress, "forbidden_reason", lambda address: None)
     stream = await GuardedBackend(strict=True, connect_timeout=1).connect_tcp(
         "rebind.invalid", port_of(fake_provider)
     )
@@ -92,7 +92,7 @@ async def test_gemini_embeddings_through_litellm_are_guarded(
 ) -> None:
     model = unique("gemini-embed")
     base = f"http://localhost:{port_of(fake_provider)}"
-    with pytest.raises(Unprocessable):
+    with pytest.raises(UpstreamForbidden):
         await upstream.embeddings(target("gemini", model, base_url=base, allow_private=False), {"input": "a"})
     assert fake_provider.received(model) == []
 
@@ -134,9 +134,9 @@ async def test_every_spelling_of_a_loopback_literal_is_refused_on_the_openai_poo
 ) -> None:
     model = unique("gpt")
     base = f"http://{host}:{port_of(fake_provider)}/v1"
-    with pytest.raises(Unprocessable) as caught:
+    with pytest.raises(UpstreamForbidden) as caught:
         await upstream.chat(target("openai", model, base_url=base, allow_private=False), BODY)
-    assert caught.value.param == "base_url"
+    assert caught.value.status == 502 and caught.value.openai_code == "upstream_forbidden"
     assert fake_provider.received(model) == []
 
 
@@ -147,7 +147,7 @@ async def test_a_name_resolving_to_loopback_is_refused_on_the_openai_pool(
     model = unique("gpt")
     base = f"http://provider.example:{port_of(fake_provider)}/v1"
     stream = upstream.chat_stream(target("openai", model, base_url=base, allow_private=False), BODY)
-    with pytest.raises(Unprocessable) as caught:
+    with pytest.raises(UpstreamForbidden) as caught:
         await anext(stream)
     assert "loopback" in caught.value.message
     assert fake_provider.received(model) == []
@@ -181,7 +181,7 @@ async def test_the_pool_dials_the_address_it_checked_and_keeps_the_name(
     """`rebind.invalid` does not resolve for the operating system, so reaching the provider proves the
     socket went to the address the guard checked (here allowed by a permissive rule)."""
     monkeypatch.setattr(resolver, "lookup", answering("127.0.0.1"))
-    monkeypatch.setattr(resolver, "forbidden_reason", lambda address: None)
+    monkeypatch.setattr(egress, "forbidden_reason", lambda address: None)
     model = unique("gpt")
     port = port_of(fake_provider)
     base = f"http://rebind.invalid:{port}/v1"

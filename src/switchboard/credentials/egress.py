@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 from switchboard.errors import Unprocessable
 from switchboard.kit.netaddr import forbidden_reason, resolve_host
+from switchboard.upstream import private_defaults
 
 # Host names are plain ASCII labels; anything else (spaces, unicode, `%`) is refused before
 # resolution, which also keeps inet_aton from accepting "1.2.3.4 anything".
@@ -109,3 +110,11 @@ async def check_egress(url: str, allow_private: bool) -> None:
     reason = await host_refusal(host, port)
     if reason is not None:
         raise _refuse(reason + PRIVATE_HINT)
+
+
+def check_endpoint_known(provider: str, base_url: str | None, allow_private: bool) -> None:
+    """Raise Unprocessable (422) when a credential of `provider` without a base_url would be sent to
+    litellm's default endpoint on the gateway's own host (SPEC §21)."""
+    problem = private_defaults.refusal(provider, base_url, allow_private)
+    if problem is not None:
+        raise Unprocessable(f"base_url is refused: {problem}", param="base_url")

@@ -27,7 +27,7 @@ class LlmCredential(Base):
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
-    provider: Mapped[str] = mapped_column(String(16))
+    provider: Mapped[str] = mapped_column(String(32))  # the longest litellm kind is 25
     scope: Mapped[str] = mapped_column(String(8))
     user_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
     # Deleting a room deletes its credentials with it.

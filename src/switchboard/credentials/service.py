@@ -11,7 +11,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from switchboard.auth.principal import Principal
 from switchboard.credentials import provider_rules
 from switchboard.credentials.binding import associated_data
-from switchboard.credentials.egress import check_egress
+from switchboard.credentials.egress import check_egress, check_endpoint_known
 from switchboard.credentials.models import LlmCredential
 from switchboard.credentials.schemas import CredentialCreate, CredentialOut, CredentialUpdate
 from switchboard.credentials.store import CredentialRef, CredentialStore
@@ -84,6 +84,7 @@ async def create_credential(
     else:
         _refuse_personal_change(principal)
     provider_rules.check_usable(body.provider, body.base_url, store.allow_private)
+    check_endpoint_known(body.provider, body.base_url, store.allow_private)
     sealable = provider_rules.sealable(body.provider, body.secret)
     if body.base_url is not None:
         await check_egress(body.base_url, store.allow_private)
@@ -182,6 +183,7 @@ async def update_credential(
     sealable = provider_rules.sealable(row.provider, body.secret) if body.secret is not None else None
     if "base_url" in given:
         provider_rules.check_usable(row.provider, body.base_url, store.allow_private)
+        check_endpoint_known(row.provider, body.base_url, store.allow_private)
     if "base_url" in given and body.base_url is not None:
         await check_egress(body.base_url, store.allow_private)
     if "label" in given:

@@ -15,6 +15,7 @@ from switchboard.errors import (
     SwitchboardError,
     UpstreamConnectionFailed,
     UpstreamCredentialRejected,
+    UpstreamDropped,
     UpstreamFailed,
     UpstreamTimeout,
 )
@@ -31,6 +32,8 @@ class Verdict(enum.Enum):
 
 
 def verdict_of(error: BaseException) -> Verdict:
+    if isinstance(error, UpstreamDropped):  # it may have run: never sent again (SPEC §21)
+        return Verdict.STOP
     if isinstance(error, UpstreamTimeout | UpstreamConnectionFailed):
         return Verdict.RETRY
     if isinstance(error, RateLimited):

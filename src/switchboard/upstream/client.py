@@ -12,6 +12,7 @@ from switchboard.upstream.adapters.anthropic import AnthropicAdapter
 from switchboard.upstream.adapters.gemini import GeminiAdapter
 from switchboard.upstream.adapters.relay import AdaptedRelay
 from switchboard.upstream.connection_pool import ProviderConnections
+from switchboard.upstream.egress import Egress
 from switchboard.upstream.native import NativeRelay
 from switchboard.upstream.openai_relay import OpenAIRelay
 from switchboard.upstream.pool import ClientPool
@@ -32,9 +33,9 @@ class UpstreamClient:
     kind through litellm on an httpx pool (litellm takes only an httpx client). litellm and the
     httpx pool are built on the first such call, never for the native kinds' chat traffic."""
 
-    def __init__(self, timeouts: Timeouts) -> None:
-        self.connections = ProviderConnections(timeouts)
-        self.pool = ClientPool(timeouts)
+    def __init__(self, timeouts: Timeouts, egress: Egress | None = None) -> None:
+        self.connections = ProviderConnections(timeouts, egress=egress)
+        self.pool = ClientPool(timeouts, egress)
         self._openai = OpenAIRelay(self.connections)
         # Surfaces relayed to a provider that speaks them (Anthropic Messages, OpenAI Responses).
         self.native = NativeRelay(self.connections)
@@ -52,7 +53,8 @@ class UpstreamClient:
                 first_byte=settings.upstream_first_byte_timeout,
                 idle=settings.upstream_idle_timeout,
                 max_body_bytes=settings.max_upstream_response_bytes,
-            )
+            ),
+            Egress(proxy=settings.egress_proxy, ca_bundle=settings.ca_bundle),
         )
         # The pool every OpenAI-format call of this deployment uses, its TLS set up before any call.
         client.connections.pool(settings.allow_private_upstreams).ssl_context()

@@ -2,8 +2,9 @@
 
 One pool per address policy (`ProviderConnections`): a connection opened without the guard is never
 reused by a call that needs it. A deployment has one policy (SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS), so
-in practice one pool. Nothing is read from the environment (no proxy, no .netrc), no cookie is kept
-and no redirect followed: the relay sends exactly one request per call.
+in practice one pool. The egress proxy, when set (upstream/proxy.py), is reached by CONNECT for https
+and asked in absolute form for http, after the target's own addresses were checked. No cookie is
+kept and no redirect followed: the relay sends exactly one request per call.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from collections import deque
 from aiohappyeyeballs import start_connection
 
 from switchboard.upstream import resolver
+from switchboard.upstream.egress import Egress
 from switchboard.upstream.endpoints import Origin
-from switchboard.upstream.http1 import Http1Connection
+from switchboard.upstream.http1 import MAX_HEAD, Http1Connection
+from switchboard.upstream.proxy import ProxyAddress
 from switchboard.upstream.types import Timeouts
 
 # Many concurrent streams each hold a connection for their whole length, so the pool is wide.
@@ -40,8 +43,10 @@ class ConnectionPool:
         connect_timeout: float,
         ssl_context: ssl.SSLContext | None = None,
         max_inflated: int = 8 * 1024 * 1024,
+        egress: Egress | None = None,
     ) -> None:
         self.strict = strict
+        self._egress = egress or Egress()
         self._max_inflated = max_inflated
         self._connect_timeout = connect_timeout
         self._idle: dict[Origin, list[Http1Connection]] = {}
@@ -56,9 +61,10 @@ class ConnectionPool:
         stack = self._idle.get(origin)
         while stack:
             conn = stack.pop()
-            if conn.open:
+            if conn.open and not conn.peer_closed():
                 self._busy.add(conn)
                 return conn
+            conn.close()
         return None
 
     async def connect(
@@ -123,8 +129,12 @@ class ConnectionPool:
                 return
 
     async def _open(self, loop: asyncio.AbstractEventLoop, origin: Origin, conn: Http1Connection) -> None:
+        proxy = self._egress.proxy_for(origin.tls, origin.host)
         try:
-            infos = await resolver.addresses(origin.host, origin.port, strict=self.strict)
+            if proxy is None or self.strict:  # the target is checked even when a proxy dials it
+                infos = await resolver.addresses(origin.host, origin.port, strict=self.strict)
+            if proxy is not None:  # the operator's proxy may well be on a private address
+                infos = await resolver.addresses(proxy.host, proxy.port, strict=False)
             sock = await start_connection(infos, happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY)
         except resolver.ForbiddenHost:
             raise
@@ -132,6 +142,10 @@ class ConnectionPool:
             raise ConnectFailed("could not connect to the provider") from exc
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a request is one write
+            if proxy is not None and origin.tls:
+                await _tunnel(loop, sock, proxy, origin)
+            elif proxy is not None:
+                conn.absolute_target = _authority(origin, "http://")
             await loop.create_connection(
                 lambda: conn,
                 sock=sock,
@@ -148,9 +162,7 @@ class ConnectionPool:
     def ssl_context(self) -> ssl.SSLContext:
         """Built once: loading the CA certificates blocks the loop for some 20 ms."""
         if self._ssl is None:
-            context = ssl.create_default_context()
-            context.set_alpn_protocols(["http/1.1"])
-            self._ssl = context
+            self._ssl = self._egress.ssl_context(http1_alpn=True)
         return self._ssl
 
     def _close_stale(self) -> None:
@@ -186,12 +198,39 @@ class ConnectionPool:
         self._busy.clear()
 
 
+def _authority(origin: Origin, prefix: str = "") -> bytes:
+    host = f"[{origin.host}]" if ":" in origin.host else origin.host
+    return f"{prefix}{host}:{origin.port}".encode("ascii")
+
+
+async def _tunnel(
+    loop: asyncio.AbstractEventLoop, sock: socket.socket, proxy: ProxyAddress, origin: Origin
+) -> None:
+    """Asks the proxy for a tunnel to `origin` (CONNECT); TLS then runs end to end through it."""
+    authority = _authority(origin)
+    await loop.sock_sendall(sock, b"CONNECT %s HTTP/1.1\r\nhost: %s\r\n\r\n" % (authority, authority))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        data = await loop.sock_recv(sock, 4096)
+        if not data or len(head) > MAX_HEAD:
+            raise OSError("the egress proxy closed the tunnel request")
+        head += data
+    status = head.split(b"\r\n", 1)[0].split(b" ", 2)
+    if len(status) < 2 or not status[0].startswith(b"HTTP/1.") or status[1] != b"200":
+        raise OSError(f"the egress proxy refused the tunnel ({status[1:2]!r})")
+    if not head.endswith(b"\r\n\r\n"):
+        raise OSError("the egress proxy sent bytes after its answer to CONNECT")
+
+
 class ProviderConnections:
     """Builds at most two pools: the strict one (SSRF guard on) and, if a target asks, the lenient one."""
 
-    def __init__(self, timeouts: Timeouts, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, timeouts: Timeouts, ssl_context: ssl.SSLContext | None = None, egress: Egress | None = None
+    ) -> None:
         self.timeouts = timeouts
         self._ssl_context = ssl_context
+        self._egress = egress
         self._pools: dict[bool, ConnectionPool] = {}
 
     def pool(self, allow_private: bool) -> ConnectionPool:
@@ -202,6 +241,7 @@ class ProviderConnections:
                 connect_timeout=self.timeouts.connect,
                 ssl_context=self._ssl_context,
                 max_inflated=self.timeouts.max_body_bytes,
+                egress=self._egress,
             )
         return pool
 

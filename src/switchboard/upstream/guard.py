@@ -15,7 +15,9 @@ from collections.abc import Iterable
 import httpcore
 import httpx
 
-from switchboard.kit.netaddr import forbidden_reason, resolve_host
+from switchboard.kit.netaddr import resolve_host
+from switchboard.upstream.egress import Egress, RequestDropped, forbidden_among
+from switchboard.upstream.proxy import ProxyAddress
 
 # httpcore's own socket option type (it keeps it in a private module).
 SocketOption = tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
@@ -62,11 +64,9 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
             raise httpcore.ConnectError("the provider host does not resolve") from None
         if not addresses:
             raise httpcore.ConnectError("the provider host does not resolve")
-        # Refuse when any answer is forbidden: a mixed answer is what a rebinding attack looks like.
-        for address in addresses:
-            reason = forbidden_reason(address)
-            if reason is not None:
-                raise ForbiddenAddress(reason)
+        reason = forbidden_among(addresses)
+        if reason is not None:
+            raise ForbiddenAddress(reason)
         last: Exception | None = None
         for address in addresses:
             remaining = max(deadline - loop.time(), 0.001)
@@ -96,23 +96,98 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
 
 
 class PooledTransport(httpx.AsyncHTTPTransport):
-    """httpx's transport over a keep-alive HTTP/1.1 pool whose connections go through the guard.
+    """httpx's transport over a keep-alive HTTP/1.1 pool whose connections go through the guard,
+    or, with `proxy`, through the egress proxy (the target is checked by EgressTransport first).
 
     httpx takes no network backend argument, so the pool is built here with one.
     """
 
-    def __init__(self, *, allow_private: bool, limits: httpx.Limits, connect_timeout: float) -> None:
-        ssl_context: ssl.SSLContext = httpx.create_ssl_context()
+    def __init__(
+        self,
+        *,
+        allow_private: bool,
+        limits: httpx.Limits,
+        connect_timeout: float,
+        ssl_context: ssl.SSLContext,
+        proxy: ProxyAddress | None = None,
+    ) -> None:
         super().__init__(verify=ssl_context, limits=limits, trust_env=False)
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            http1=True,
-            http2=False,
-            network_backend=GuardedBackend(strict=not allow_private, connect_timeout=connect_timeout),
+        options = {
+            "ssl_context": ssl_context,
+            "max_connections": limits.max_connections,
+            "max_keepalive_connections": limits.max_keepalive_connections,
+            "keepalive_expiry": limits.keepalive_expiry,
+            "http1": True,
+            "http2": False,
+        }
+        if proxy is None:
+            backend = GuardedBackend(strict=not allow_private, connect_timeout=connect_timeout)
+            self._pool = httpcore.AsyncConnectionPool(network_backend=backend, **options)  # type: ignore[arg-type]
+        else:
+            # The proxy is the operator's own (often on loopback): only the target is checked.
+            backend = GuardedBackend(strict=False, connect_timeout=connect_timeout)
+            self._pool = httpcore.AsyncHTTPProxy(  # type: ignore[assignment]
+                proxy_url=proxy.url,
+                network_backend=backend,
+                **options,  # type: ignore[arg-type]
+            )
+
+
+class EgressTransport(httpx.AsyncBaseTransport):
+    """Every httpx request to a provider (litellm's, Gemini embeddings'): direct through the guard,
+    or through the egress proxy after the gateway resolved and checked the target itself; and a
+    break after the request went out raised as RequestDropped, which nothing sends again."""
+
+    def __init__(
+        self, *, allow_private: bool, limits: httpx.Limits, connect_timeout: float, egress: Egress
+    ) -> None:
+        self._strict = not allow_private
+        self._egress = egress
+        self._connect_timeout = connect_timeout
+        self._ssl = egress.ssl_context()
+        self._limits = limits
+        self._direct = self._pool(None)
+        self._proxied: dict[ProxyAddress, PooledTransport] = {}
+
+    def _pool(self, proxy: ProxyAddress | None) -> PooledTransport:
+        return PooledTransport(
+            allow_private=not self._strict,
+            limits=self._limits,
+            connect_timeout=self._connect_timeout,
+            ssl_context=self._ssl,
+            proxy=proxy,
         )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        proxy = self._egress.proxy_for(url.scheme == "https", url.host)
+        transport = self._direct
+        if proxy is not None:
+            if self._strict:
+                await self._check(url.host, url.port or (443 if url.scheme == "https" else 80))
+            transport = self._proxied.get(proxy) or self._proxied.setdefault(proxy, self._pool(proxy))
+        try:
+            return await transport.handle_async_request(request)
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            # Past the connect: some of the request may have reached the provider (SPEC §21).
+            raise RequestDropped("the provider connection broke after the request was sent") from exc
+
+    async def _check(self, host: str, port: int) -> None:
+        """The target's own addresses, before the proxy is asked to reach it."""
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                addresses = await resolve_host(host, port)
+        except (OSError, TimeoutError):
+            raise httpx.ConnectError("the provider host does not resolve") from None
+        if not addresses:
+            raise httpx.ConnectError("the provider host does not resolve")
+        reason = forbidden_among(addresses)
+        if reason is not None:
+            raise ForbiddenAddress(reason)
+
+    async def aclose(self) -> None:
+        for transport in [self._direct, *self._proxied.values()]:
+            await transport.aclose()
 
 
 def forbidden_cause(error: BaseException) -> ForbiddenAddress | None:

@@ -8,6 +8,7 @@ CPU per call (`python -m bench.upstream_cpu`), which is most of what the gateway
 from __future__ import annotations
 
 import asyncio
+import select
 import zlib
 from typing import cast
 
@@ -77,6 +78,8 @@ class Http1Connection(asyncio.Protocol):
         self.closed = False
         self.idle_since = 0.0
         self._expecting = False  # a request went out and its answer has not ended
+        # Through an egress proxy, plain http asks for `http://host:port/path` (absolute form).
+        self.absolute_target = b""
         self._reset()
 
     def _reset(self) -> None:
@@ -102,6 +105,8 @@ class Http1Connection(asyncio.Protocol):
         if self._transport is None or self.closed:
             raise ProtocolFailure("the provider closed the connection")
         self._expecting = True
+        if self.absolute_target:  # every request head here starts with "POST /"
+            request = b"POST " + self.absolute_target + request[5:]
         self._transport.write(request)
 
     async def wait_headers(self, deadline: float) -> None:
@@ -135,6 +140,21 @@ class Http1Connection(asyncio.Protocol):
         """Neither side has closed it (a server closing an idle connection is seen on the next loop turn)."""
         transport = self._transport
         return not self.closed and transport is not None and not transport.is_closing()
+
+    def peer_closed(self) -> bool:
+        """The provider closed (or wrote to) this idle connection, though the loop has not read it yet.
+
+        A pooled connection is checked before a request is written on it (SPEC §21): once written,
+        a request is never sent again, so a stale one must be found before, at the cost of one poll.
+        """
+        sock = self._transport.get_extra_info("socket") if self._transport is not None else None
+        if sock is None:
+            return False
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
 
     @property
     def reusable(self) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 
 from switchboard import API_VERSION
-from switchboard.upstream.guard import PooledTransport
+from switchboard.upstream.egress import Egress
+from switchboard.upstream.guard import EgressTransport
 from switchboard.upstream.types import Timeouts
 
 # Many concurrent streams each hold a connection for their whole length, so the pool is wide.
@@ -19,21 +20,27 @@ class ClientPool:
     call that needs it.
     """
 
-    def __init__(self, timeouts: Timeouts, limits: httpx.Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, timeouts: Timeouts, egress: Egress | None = None, limits: httpx.Limits = DEFAULT_LIMITS
+    ) -> None:
         self.timeouts = timeouts
+        self.egress = egress or Egress()
         self._limits = limits
         self._clients: dict[bool, httpx.AsyncClient] = {}
-        self._transports: dict[bool, PooledTransport] = {}
+        self._transports: dict[bool, EgressTransport] = {}
 
-    def transport(self, allow_private: bool) -> PooledTransport:
+    def transport(self, allow_private: bool) -> EgressTransport:
         self.client(allow_private)
         return self._transports[allow_private]
 
     def client(self, allow_private: bool) -> httpx.AsyncClient:
         client = self._clients.get(allow_private)
         if client is None:
-            transport = PooledTransport(
-                allow_private=allow_private, limits=self._limits, connect_timeout=self.timeouts.connect
+            transport = EgressTransport(
+                allow_private=allow_private,
+                limits=self._limits,
+                connect_timeout=self.timeouts.connect,
+                egress=self.egress,
             )
             # Reads are timed by the relays themselves (first byte, then idle between chunks).
             timeout = httpx.Timeout(

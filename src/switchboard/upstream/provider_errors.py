@@ -21,12 +21,15 @@ from switchboard.errors import (
     UpstreamBadRequest,
     UpstreamConnectionFailed,
     UpstreamCredentialRejected,
+    UpstreamDropped,
     UpstreamFailed,
+    UpstreamForbidden,
     UpstreamTimeout,
 )
 from switchboard.kit.secret import Secret
 from switchboard.upstream import providers
 from switchboard.upstream.connection_pool import ConnectFailed
+from switchboard.upstream.egress import RequestDropped
 from switchboard.upstream.guard import forbidden_cause
 from switchboard.upstream.resolver import ForbiddenHost
 
@@ -148,11 +151,10 @@ def unusable_base_url() -> Unprocessable:
 def from_transport(error: BaseException) -> SwitchboardError:
     """A failure below HTTP (httpx's or the relay's own): refused address, timeout, reset."""
     forbidden = forbidden_cause(error) or _cause(error, ForbiddenHost)
-    if forbidden is not None:
-        return Unprocessable(
-            f"the credential's base_url resolves to a forbidden address ({forbidden.reason})",
-            param="base_url",
-        )
+    if forbidden is not None:  # SPEC §21: nothing was sent
+        return UpstreamForbidden(f"the provider's address is forbidden ({forbidden.reason})")
+    if _cause(error, RequestDropped) is not None:  # SPEC §21: sent, unanswered, never sent again
+        return UpstreamDropped()
     if isinstance(error, httpx.TimeoutException | TimeoutError) or _caused_by(error, httpx.TimeoutException):
         return UpstreamTimeout()
     if isinstance(error, httpx.ConnectError | ConnectFailed) or _caused_by(error, httpx.ConnectError):
@@ -173,6 +175,8 @@ def from_litellm(
     `reached`: whether the call got an HTTP answer from the provider (None: unknown, for the kinds
     whose calls litellm makes on connections of its own). An error litellm raised before any answer
     is litellm's own refusal, reported in the gateway's words, never litellm's."""
+    if _cause(error, RequestDropped) is not None:  # whatever status litellm gave it (SPEC §21)
+        return UpstreamDropped()
     inner = getattr(error, "original_exception", None)
     if isinstance(inner, Exception) and inner is not error and depth < 5:
         # Stream failures arrive wrapped (MidStreamFallbackError); the provider's answer is inside.

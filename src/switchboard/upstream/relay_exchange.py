@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from switchboard.errors import UpstreamFailed
+from switchboard.errors import UpstreamDropped, UpstreamFailed
 from switchboard.upstream import provider_errors
 from switchboard.upstream.connection_pool import ConnectionPool
 from switchboard.upstream.endpoints import Endpoint
-from switchboard.upstream.http1 import BodyTooLarge, Http1Connection
+from switchboard.upstream.http1 import BodyTooLarge, Http1Connection, ProtocolFailure
 from switchboard.upstream.types import Timeouts, UpstreamTarget
 
 ERROR_BODY_LIMIT = 64 * 1024
@@ -33,16 +33,21 @@ async def open_response(
         headers += target.trace_headers
     try:
         request = endpoint.request(target.secret, content, headers)
-        conn = pool.reuse(endpoint.origin) or await pool.connect(endpoint.origin, deadline, target.connect)
+        conn = _sent_on_pooled(pool, endpoint, request)
+        if conn is None:
+            conn = await pool.connect(endpoint.origin, deadline, target.connect)
+            _send(pool, conn, request)
     except FAILURES as exc:
         raise provider_errors.from_transport(exc) from None
     try:
-        conn.send(request)
         await conn.wait_headers(deadline)
     except BaseException as exc:
         pool.release(conn)  # the answer has not ended, so this closes the connection
-        if isinstance(exc, FAILURES):
+        if isinstance(exc, TimeoutError):
             raise provider_errors.from_transport(exc) from None
+        if isinstance(exc, FAILURES):
+            # The request went out and no status came back: it may have run (SPEC §21).
+            raise UpstreamDropped() from None
         raise
     status = conn.status
     if 300 <= status < 400:  # redirects are not followed: a provider never sends one
@@ -57,6 +62,27 @@ async def open_response(
             pool.release(conn)
         raise provider_errors.from_response(status, conn.headers, body, target.secret)
     return conn
+
+
+def _sent_on_pooled(pool: ConnectionPool, endpoint: Endpoint, request: bytes) -> Http1Connection | None:
+    """The pooled connection the request was written on, or None when none was left open (a stale
+    one found before writing costs nothing: the request goes on a fresh connection)."""
+    while (conn := pool.reuse(endpoint.origin)) is not None:
+        try:
+            conn.send(request)
+        except ProtocolFailure:  # closed before anything was written
+            pool.release(conn)
+            continue
+        return conn
+    return None
+
+
+def _send(pool: ConnectionPool, conn: Http1Connection, request: bytes) -> None:
+    try:
+        conn.send(request)
+    except BaseException:
+        pool.release(conn)
+        raise
 
 
 async def read_body(conn: Http1Connection, idle: float, limit: int | None) -> bytes:

@@ -13,7 +13,7 @@ import socket
 
 from aiohappyeyeballs import AddrInfoType
 
-from switchboard.kit.netaddr import forbidden_reason
+from switchboard.upstream.egress import forbidden_among
 
 
 class ForbiddenHost(OSError):
@@ -37,8 +37,7 @@ async def addresses(host: str, port: int, *, strict: bool) -> list[AddrInfoType]
     if not infos:
         raise OSError(f"{host} does not resolve")
     if strict:
-        for info in infos:
-            reason = forbidden_reason(str(info[4][0]))
-            if reason is not None:
-                raise ForbiddenHost(reason)
+        reason = forbidden_among([str(info[4][0]) for info in infos])
+        if reason is not None:
+            raise ForbiddenHost(reason)
     return infos

@@ -7,7 +7,7 @@ from typing import Literal
 
 from switchboard.errors import ValidationFailed
 from switchboard.kit.pagination import Page, check_limit, decode_cursor, encode_cursor
-from switchboard.upstream import providers
+from switchboard.upstream import private_defaults, providers
 from switchboard.upstream.schemas import ProviderOut
 
 
@@ -21,7 +21,7 @@ def _offered() -> tuple[str, ...]:
 def _describe(kind: str, allow_private: bool) -> ProviderOut:
     shape = providers.SECRET_SHAPES.get(kind)
     base_url: Literal["optional", "required", "refused"] = "optional"
-    if kind in providers.NEEDS_BASE_URL:
+    if kind in providers.NEEDS_BASE_URL or (kind in private_defaults.PRIVATE_DEFAULT and not allow_private):
         base_url = "required"
     elif kind in providers.OWN_CONNECTIONS and not allow_private:
         base_url = "refused"

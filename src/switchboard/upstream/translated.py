@@ -12,8 +12,15 @@ from typing import Any
 
 import httpx
 
-from switchboard.errors import BadRequest, SwitchboardError, Unprocessable
-from switchboard.upstream import gemini_embeddings, provider_errors, providers
+from switchboard.errors import BadRequest, SwitchboardError, Unprocessable, UpstreamForbidden
+from switchboard.upstream import (
+    gemini_embeddings,
+    litellm_clients,
+    private_defaults,
+    provider_errors,
+    providers,
+)
+from switchboard.upstream.guard_sync import ALLOW_PRIVATE
 from switchboard.upstream.litellm_loader import litellm_module
 from switchboard.upstream.openai_format import chunk_events, completion_body
 from switchboard.upstream.pool import ClientPool
@@ -98,11 +105,21 @@ def credential_kwargs(target: UpstreamTarget) -> dict[str, str]:
 class TranslatedRelay:
     def __init__(self, pool: ClientPool) -> None:
         self._pool = pool
+        self._installed = False
         self._handlers: dict[bool, Any] = {}
         self._http: dict[bool, httpx.AsyncClient] = {}
 
     async def _call_kwargs(self, target: UpstreamTarget) -> tuple[Any, dict[str, Any]]:
+        problem = private_defaults.refusal(target.provider, target.base_url, target.allow_private)
+        if problem is not None:  # a deployment credential is refused at start, a stored one at save
+            raise UpstreamForbidden(problem)
+        if self._pool.egress.proxy is not None and target.provider in providers.OWN_CONNECTIONS:
+            # litellm opens these kinds' sockets itself, past our transport: they cannot be proxied.
+            raise UpstreamForbidden(f"{target.provider} calls cannot go through the egress proxy")
         litellm = await litellm_module()
+        if not self._installed:
+            litellm_clients.install(litellm, self._pool)
+            self._installed = True
         timeouts = self._pool.timeouts
         secret = credential_kwargs(target)
         base = api_base(target)
@@ -173,6 +190,7 @@ class TranslatedRelay:
         params = _params(body)
         opened: list[httpx.Response] = []
         token = _OPENED.set(opened)
+        policy = ALLOW_PRIVATE.set(target.allow_private)  # litellm's side calls (litellm_clients)
         try:
             async with asyncio.timeout(target.first_byte or self._pool.timeouts.first_byte):
                 result = await litellm.acompletion(**kwargs, **params, _skip_mcp_handler=True)
@@ -180,6 +198,7 @@ class TranslatedRelay:
             raise _mapped(exc, target, opened) from None
         finally:
             _OPENED.reset(token)
+            ALLOW_PRIVATE.reset(policy)
             await _close_all(opened)
         usage, payload = completion_body(result)
         return UpstreamReply(body=payload, usage=usage)
@@ -222,6 +241,7 @@ class TranslatedStream(UpstreamStream):
         first_byte = self._target.first_byte or self._timeouts.first_byte
         self._deadline = asyncio.get_running_loop().time() + first_byte
         token = _OPENED.set(self._opened)
+        ALLOW_PRIVATE.set(self._target.allow_private)
         try:
             async with asyncio.timeout_at(self._deadline):
                 self._wrapper = await litellm.acompletion(
@@ -248,6 +268,7 @@ class TranslatedStream(UpstreamStream):
                 )
                 # Some providers' requests start here, on the first read (litellm's Gemini stream).
                 token = _OPENED.set(self._opened)
+                ALLOW_PRIVATE.set(self._target.allow_private)
                 try:
                     async with timer:
                         chunk = await anext(self._wrapper, None)

@@ -1,0 +1,144 @@
+"""Never sent twice (SPEC §21): a request that may have reached the provider unanswered is not sent
+again; a pooled connection the provider closed while idle is found before anything is written."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+
+import orjson
+import pytest
+
+from switchboard.errors import UpstreamDropped
+from switchboard.kit.secret import Secret
+from switchboard.upstream.client import UpstreamClient
+from switchboard.upstream.types import UpstreamTarget
+from tests.upstream.conftest import KEY, MESSAGES
+from tests.upstream.raw_server import RawProvider, answer
+
+BODY = {"messages": MESSAGES, "max_tokens": 5}
+OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+COMPLETION = orjson.dumps(
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
+)
+# openai: the gateway's own HTTP/1.1 client; mistral: litellm on the httpx pool.
+KINDS = ["openai", "mistral"]
+
+
+def at(kind: str, base_url: str) -> UpstreamTarget:
+    return UpstreamTarget(kind, "some-model", Secret(KEY), base_url, allow_private=True)
+
+
+async def until(condition: object, seconds: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not condition():  # type: ignore[operator]
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_provider_that_reads_the_request_and_drops_receives_it_once(
+    upstream: UpstreamClient, kind: str
+) -> None:
+    raw = RawProvider(b"", close=True)  # reads the whole request, answers nothing, closes
+    async with raw.running() as base_url:
+        with pytest.raises(UpstreamDropped) as caught:
+            await upstream.chat(at(kind, base_url), BODY)
+    assert caught.value.status == 502 and caught.value.openai_code == "upstream_dropped"
+    assert len(raw.requests) == 1
+
+
+async def test_a_dropped_gemini_embedding_request_is_not_sent_again(upstream: UpstreamClient) -> None:
+    raw = RawProvider(b"", close=True)
+    async with raw.running() as base_url:
+        target = UpstreamTarget(
+            "gemini", "text-embedding-004", Secret(KEY), base_url[:-3], allow_private=True
+        )
+        with pytest.raises(UpstreamDropped):
+            await upstream.embeddings(target, {"input": "a"})
+    assert len(raw.requests) == 1
+
+
+class ClosingProvider:
+    """In its own thread: answers one request per connection as if keeping it alive, then closes it.
+
+    Waiting for `closed` blocks the test's event loop, so the gateway's side has not yet read the
+    close when its next call picks the pooled connection: the stale connection must be found by
+    looking, before the request is written."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.closed = threading.Semaphore(0)
+        self.requests = 0
+        self.connections = 0
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next(
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                )
+                while len(body) < length:
+                    body += conn.recv(65536)
+                self.requests += 1
+                conn.sendall(answer(OK, COMPLETION))
+            self.closed.release()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[str]:
+        self._thread.start()
+        try:
+            yield f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1"
+        finally:
+            self.listener.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_keep_alive_connection_the_provider_closed_before_the_loop_saw_it_costs_nothing(
+    upstream: UpstreamClient, kind: str
+) -> None:
+    provider = ClosingProvider()
+    with provider.running() as base_url:
+        for call in range(3):
+            reply = await upstream.chat(at(kind, base_url), BODY)
+            assert orjson.loads(reply.body)["choices"][0]["message"]["content"] == "hi"
+            assert provider.closed.acquire(timeout=10)  # blocks the loop on purpose (see the class)
+    assert (provider.requests, provider.connections) == (3, 3)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_keep_alive_connection_the_provider_closed_while_idle_costs_nothing(
+    upstream: UpstreamClient, kind: str
+) -> None:
+    # Answers as if the connection stays open, then closes it: the next call finds it stale.
+    raw = RawProvider(answer(OK, COMPLETION), close=True)
+    async with raw.running() as base_url:
+        for call in range(3):
+            raw.gone.clear()
+            reply = await upstream.chat(at(kind, base_url), BODY)
+            assert orjson.loads(reply.body)["choices"][0]["message"]["content"] == "hi"
+            await until(raw.gone.is_set)  # the provider has closed it; the next call comes at once
+            assert raw.connections == call + 1
+    assert len(raw.requests) == 3

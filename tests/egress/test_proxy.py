@@ -1,0 +1,218 @@
+"""The egress proxy (SPEC §21): a real tinyproxy carries plain http and CONNECT tunnels to a TLS
+provider signed by a test CA (SWITCHBOARD_CA_BUNDLE), for the gateway's own client and litellm's;
+the gateway still refuses private targets before asking the proxy."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import pytest
+
+from switchboard.errors import UpstreamFailed, UpstreamForbidden
+from switchboard.kit.secret import Secret
+from switchboard.upstream.client import UpstreamClient
+from switchboard.upstream.egress import Egress
+from switchboard.upstream.proxy import EgressProxy, ProxyAddress, from_setting
+from switchboard.upstream.types import UpstreamTarget
+from tests.egress.conftest import TIMEOUTS
+from tests.fakes.provider import FakeProvider
+from tests.fakes.script import DEFAULT_REPLY
+from tests.upstream.conftest import KEY, MESSAGES, unique
+from tests.upstream.raw_server import RawProvider, answer, certificates
+
+BODY = {"messages": MESSAGES, "max_tokens": 5}
+KINDS = ["openai", "mistral"]  # the gateway's own HTTP/1.1 client; litellm on httpx
+OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+COMPLETION = orjson.dumps(
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
+)
+
+
+@dataclass
+class TinyProxy:
+    address: ProxyAddress
+    log_file: Path
+
+    def log(self) -> str:
+        return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def tinyproxy(tmp_path: Path) -> Iterator[TinyProxy]:
+    binary = shutil.which("tinyproxy") or next(
+        (path for path in ("/usr/bin/tinyproxy", "/usr/sbin/tinyproxy") if os.path.exists(path)), None
+    )
+    if binary is None:
+        pytest.fail(
+            "tinyproxy is not installed (apt-get install -y tinyproxy); the egress proxy tests need it"
+        )
+    work = tmp_path / "tinyproxy"
+    work.mkdir()
+    work.chmod(0o777)  # run as root, tinyproxy drops to nobody, who still writes its log here
+    port = _free_port()
+    config = work / "tinyproxy.conf"
+    config.write_text(
+        f"Port {port}\nListen 127.0.0.1\nTimeout 30\nMaxClients 50\nLogLevel Info\n"
+        f'LogFile "{work / "tinyproxy.log"}"\nPidFile "{work / "tinyproxy.pid"}"\n'
+    )
+    process = subprocess.Popen(
+        [binary, "-d", "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"tinyproxy did not start: {process.stderr.read() if process.stderr else ''!r}")
+            time.sleep(0.05)  # polling for the port, with the deadline above
+    yield TinyProxy(ProxyAddress("127.0.0.1", port), work / "tinyproxy.log")
+    process.terminate()
+    process.wait(10)
+
+
+async def until_logged(proxy: TinyProxy, text: str) -> None:
+    deadline = asyncio.get_running_loop().time() + 10
+    while text not in proxy.log():
+        assert asyncio.get_running_loop().time() < deadline, f"{text!r} not in tinyproxy's log"
+        await asyncio.sleep(0.02)
+
+
+def client(proxy: TinyProxy, ca_bundle: Path | None = None) -> UpstreamClient:
+    address = proxy.address
+    return UpstreamClient(TIMEOUTS, Egress(EgressProxy(http=address, https=address), ca_bundle))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_plain_http_goes_through_the_proxy(
+    tinyproxy: TinyProxy, fake_provider: FakeProvider, kind: str
+) -> None:
+    upstream = client(tinyproxy)
+    model = unique(kind)
+    try:
+        target = UpstreamTarget(kind, model, Secret(KEY), fake_provider.base_url + "/v1", allow_private=True)
+        reply = await upstream.chat(target, BODY)
+    finally:
+        await upstream.aclose()
+    assert orjson.loads(reply.body)["choices"][0]["message"]["content"] == DEFAULT_REPLY
+    [seen] = fake_provider.received(model)
+    assert "tinyproxy" in seen.headers.get("via", "")  # the proxy forwarded it
+    await until_logged(tinyproxy, "Request (file descriptor")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_https_goes_through_a_connect_tunnel_trusting_the_ca_bundle(
+    tinyproxy: TinyProxy, tmp_path: Path, kind: str
+) -> None:
+    certs = certificates(tmp_path)
+    raw = RawProvider(answer(OK, COMPLETION), tls=certs.server)
+    upstream = client(tinyproxy, certs.authority)
+    try:
+        async with raw.running() as base_url:
+            reply = await upstream.chat(
+                UpstreamTarget(kind, "m", Secret(KEY), base_url, allow_private=True), BODY
+            )
+    finally:
+        await upstream.aclose()
+    assert orjson.loads(reply.body)["choices"][0]["message"]["content"] == "hi"
+    assert len(raw.requests) == 1
+    await until_logged(tinyproxy, f"CONNECT localhost:{base_url.split(':')[2].split('/')[0]}")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_tls_through_the_tunnel_is_verified_without_the_bundle_it_fails(
+    tinyproxy: TinyProxy, tmp_path: Path, kind: str
+) -> None:
+    certs = certificates(tmp_path)
+    raw = RawProvider(answer(OK, COMPLETION), tls=certs.server)
+    upstream = client(tinyproxy)
+    try:
+        async with raw.running() as base_url:
+            with pytest.raises(UpstreamFailed):  # litellm reports it as the provider's 500
+                await upstream.chat(
+                    UpstreamTarget(kind, "m", Secret(KEY), base_url, allow_private=True), BODY
+                )
+    finally:
+        await upstream.aclose()
+    assert raw.requests == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_private_target_is_refused_before_the_proxy_is_asked(
+    tinyproxy: TinyProxy, fake_provider: FakeProvider, kind: str
+) -> None:
+    upstream = client(tinyproxy)
+    model = unique(kind)
+    port = fake_provider.base_url.rsplit(":", 1)[1]
+    try:
+        with pytest.raises(UpstreamForbidden):
+            target = UpstreamTarget(
+                kind, model, Secret(KEY), f"http://localhost:{port}/v1", allow_private=False
+            )
+            await upstream.chat(target, BODY)
+    finally:
+        await upstream.aclose()
+    assert fake_provider.received(model) == []
+    assert "Request (file descriptor" not in tinyproxy.log()  # how tinyproxy logs each request it takes
+
+
+def test_env_mode_takes_the_usual_variables_and_no_proxy() -> None:
+    proxy = from_setting(
+        "env",
+        {
+            "HTTPS_PROXY": "http://proxy.corp:3128",
+            "http_proxy": "http://other:8080",
+            "NO_PROXY": ".internal, api.local",
+        },
+    )
+    assert proxy is not None
+    assert proxy.for_origin(True, "api.openai.com") == ProxyAddress("proxy.corp", 3128)
+    assert proxy.for_origin(False, "api.openai.com") == ProxyAddress("other", 8080)
+    assert proxy.for_origin(True, "llm.internal") is None and proxy.for_origin(True, "api.local") is None
+    assert from_setting("", {}) is None
+    assert from_setting("env", {}) == EgressProxy()
+
+
+@pytest.mark.parametrize(
+    "value", ["https://proxy:3128", "http://proxy", "http://user:pw@proxy:1", "socks5://p:1"]
+)
+def test_a_proxy_setting_that_is_not_http_host_port_is_refused(value: str) -> None:
+    with pytest.raises(ValueError):
+        from_setting(value, {})
+
+
+async def test_a_kind_whose_litellm_path_opens_its_own_sockets_is_refused_rather_than_sent_around_the_proxy(
+    tinyproxy: TinyProxy, fake_provider: FakeProvider
+) -> None:
+    upstream = client(tinyproxy)
+    model = unique("cohere")
+    try:
+        with pytest.raises(UpstreamForbidden, match="egress proxy"):
+            await upstream.chat(UpstreamTarget("cohere", model, Secret(KEY), None, allow_private=True), BODY)
+    finally:
+        await upstream.aclose()
+    assert "Request (file descriptor" not in tinyproxy.log()
