@@ -109,6 +109,15 @@ class HeadTooLarge(SwitchboardError):
     default_message = "request head too large"
 
 
+class RequestTimeout(SwitchboardError):
+    """A request body that stalled, or took longer than the server allows (server_protocol.py)."""
+
+    status = 408
+    code = "BAD_REQUEST"
+    openai_type = "invalid_request_error"
+    default_message = "the request body did not arrive in time"
+
+
 class PayloadTooLarge(SwitchboardError):
     status = 413
     code = "BAD_REQUEST"
