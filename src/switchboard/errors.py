@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -213,3 +214,17 @@ class UpstreamBadRequest(BadRequest):
     """A provider's 400, passed on after scrubbing."""
 
     code = "LLM_FAILED"
+
+
+# A failure the gateway has no code for (a bug, a library's exception): the record and the metric
+# label say this, never the exception's class name, which is no contract and changes with the code.
+INTERNAL_ERROR = "internal_error"
+
+
+def error_code_of(error: BaseException) -> str:
+    """The stable code a failed attempt's record and metrics carry: the gateway's own error code."""
+    if isinstance(error, SwitchboardError):
+        return str(error.openai_code or error.code)
+    if isinstance(error, asyncio.CancelledError):
+        return "cancelled"
+    return INTERNAL_ERROR

@@ -10,7 +10,7 @@ import anyio
 import orjson
 from starlette.responses import Response
 
-from switchboard.errors import SwitchboardError
+from switchboard.errors import SwitchboardError, error_code_of
 from switchboard.llm.attempts import ATTEMPTS_HEADER, Attempts
 from switchboard.llm.completions import TextCompletionStream, chat_body, text_completion_reply
 from switchboard.llm.context import PreparedCall
@@ -19,7 +19,6 @@ from switchboard.llm.ledger import settle
 from switchboard.llm.outcomes import (
     USAGE_ESTIMATED,
     build_outcome,
-    error_code_of,
     estimate_answer_usage,
     estimate_usage,
 )
