@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -107,6 +108,15 @@ class HeadTooLarge(SwitchboardError):
     code = "REQUEST_HEADER_FIELDS_TOO_LARGE"
     openai_type = "invalid_request_error"
     default_message = "request head too large"
+
+
+class RequestTimeout(SwitchboardError):
+    """A request body that stalled, or took longer than the server allows (server_protocol.py)."""
+
+    status = 408
+    code = "BAD_REQUEST"
+    openai_type = "invalid_request_error"
+    default_message = "the request body did not arrive in time"
 
 
 class PayloadTooLarge(SwitchboardError):
@@ -225,3 +235,17 @@ class UpstreamBadRequest(BadRequest):
     """A provider's 400, passed on after scrubbing."""
 
     code = "LLM_FAILED"
+
+
+# A failure the gateway has no code for (a bug, a library's exception): the record and the metric
+# label say this, never the exception's class name, which is no contract and changes with the code.
+INTERNAL_ERROR = "internal_error"
+
+
+def error_code_of(error: BaseException) -> str:
+    """The stable code a failed attempt's record and metrics carry: the gateway's own error code."""
+    if isinstance(error, SwitchboardError):
+        return str(error.openai_code or error.code)
+    if isinstance(error, asyncio.CancelledError):
+        return "cancelled"
+    return INTERNAL_ERROR

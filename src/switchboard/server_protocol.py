@@ -6,6 +6,12 @@ seconds of opening (or of its previous answer) is closed, however it trickles by
 before it can grow further; a head the parser rejects (control bytes in a header value, …) is
 answered 400 in the path's JSON error shape, never uvicorn's text/plain.
 
+Request bodies: a body that makes no progress for `HeadLimits.body_idle` seconds, or is not complete
+`body_total` seconds after its head, is answered 408 in the path's JSON shape (or, if the app has
+already begun its answer, cut off) and the connection closed. A body the server itself stopped
+reading (flow control, while the app has not read what came) is never counted as stalled. A body
+that arrives with its head, the usual case, arms no timer at all.
+
 uvicorn writes the status line and headers as soon as `http.response.start` arrives, then the body
 as a second write: two `send` syscalls, two loopback segments, per response. On the benchmark's VM a
 send costs tens of microseconds of the gateway's CPU, a sizeable share of a relayed call. Here the
@@ -26,7 +32,7 @@ import orjson
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from switchboard.error_shapes import error_body, surface_for
-from switchboard.errors import BadRequest, HeadTooLarge, SwitchboardError
+from switchboard.errors import BadRequest, HeadTooLarge, RequestTimeout, SwitchboardError
 
 _HEAD = b"HTTP/1.1 "
 
@@ -115,6 +121,8 @@ class HeadLimits:
     max_bytes: int = 64 * 1024  # the request line and every header together
     max_line: int = 1024 * 1024  # one header, name and value
     max_lines: int = 200  # headers in one head
+    body_idle: float = 15.0  # seconds a request body may make no progress
+    body_total: float = 60.0  # seconds from the end of a head to the end of its body
 
 
 class HttpToolsHeadHolding(HttpToolsProtocol):
@@ -128,6 +136,10 @@ class HttpToolsHeadHolding(HttpToolsProtocol):
         self.transport = HeadHoldingTransport(transport, self.loop)
         self._refused = False
         self._head_timer: asyncio.TimerHandle | None = None
+        self._in_body = False
+        self._body_timer: asyncio.TimerHandle | None = None
+        self._body_started = 0.0  # loop time the head ended
+        self._body_moved = 0.0  # loop time body bytes last arrived
         self._await_head()
 
     def _await_head(self) -> None:
@@ -149,6 +161,7 @@ class HttpToolsHeadHolding(HttpToolsProtocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+        self._body_done()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -174,6 +187,10 @@ class HttpToolsHeadHolding(HttpToolsProtocol):
             self._head_pending += len(data)
             if self._head_pending > self.limits.max_bytes:
                 self._refuse(_too_large(f"over {self.limits.max_bytes} bytes"))
+        elif self._in_body:
+            self._body_moved = self.loop.time()
+            if self._body_timer is None:  # the body did not come whole with its head: it is watched
+                self._body_timer = self.loop.call_at(self._body_deadline(), self._body_check)
 
     def on_url(self, url: bytes) -> None:
         self._count(len(url))
@@ -198,7 +215,52 @@ class HttpToolsHeadHolding(HttpToolsProtocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+        self._in_body = True  # until on_message_complete, which a bodiless request reaches at once
+        self._body_started = self._body_moved = self.loop.time()
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._body_done()
+        super().on_message_complete()
+
+    def _body_done(self) -> None:
+        self._in_body = False
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_deadline(self) -> float:
+        limits = self.limits
+        return min(self._body_moved + limits.body_idle, self._body_started + limits.body_total)
+
+    def _body_check(self) -> None:
+        self._body_timer = None
+        if not self._in_body or self.transport.is_closing():
+            return
+        now = self.loop.time()
+        if self.flow.read_paused:  # the server stopped reading, not the client sending
+            self._body_moved = now
+        deadline = self._body_deadline()
+        if now < deadline:
+            self._body_timer = self.loop.call_at(deadline, self._body_check)
+            return
+        self._body_done()
+        cycle = self.cycle
+        if cycle is None or cycle.response_started:
+            self.transport.close()  # an answer is under way: it cannot become a 408
+            return
+        # The app, waiting for the rest of the body, hears that the client has gone; nothing it
+        # sends from now on is written.
+        cycle.disconnected = True
+        cycle.message_event.set()
+        slow = now - self._body_started >= self.limits.body_total
+        self._refuse(
+            RequestTimeout(
+                f"the request body was not complete within {self.limits.body_total:g} s"
+                if slow
+                else f"the request body made no progress for {self.limits.body_idle:g} s"
+            )
+        )
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

@@ -57,6 +57,8 @@ class Settings:
     max_body_bytes: int = 20 * 1024 * 1024
     max_upstream_response_bytes: int = 8 * 1024 * 1024  # a non-streamed or inflated answer; over → 502
     head_timeout_seconds: float = 15.0  # to send a complete request head, else the connection closes
+    body_idle_timeout_seconds: float = 15.0  # a request body making no progress this long → 408, closed
+    body_timeout_seconds: float = 60.0  # a request body not complete this long after its head → 408
     max_head_bytes: int = 64 * 1024  # request line and headers; over it → 431
     max_header_line_bytes: int = 1024 * 1024
     max_header_lines: int = 200
@@ -301,6 +303,8 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         max_body_bytes=int(number("MAX_BODY_BYTES", 20 * 1024 * 1024)),
         max_upstream_response_bytes=int(number("MAX_UPSTREAM_RESPONSE_BYTES", 8 * 1024 * 1024)),
         head_timeout_seconds=number("HEAD_TIMEOUT_SECONDS", 15.0),
+        body_idle_timeout_seconds=number("BODY_IDLE_TIMEOUT_SECONDS", 15.0),
+        body_timeout_seconds=number("BODY_TIMEOUT_SECONDS", 60.0),
         max_head_bytes=int(number("MAX_HEAD_BYTES", 64 * 1024)),
         max_header_line_bytes=int(number("MAX_HEADER_LINE_BYTES", 1024 * 1024)),
         max_header_lines=int(number("MAX_HEADER_LINES", 200)),

@@ -125,3 +125,64 @@ def test_a_base_url_with_a_space_or_control_character_is_422_on_create_and_updat
     changed = user.client.patch(f"/llm-credentials/{credential_id}", json={"base_url": base_url})
     assert changed.status_code == 422
     assert user.client.get(f"/llm-credentials/{credential_id}").json()["base_url"] == good
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        {"api_key": 2**70, "api_base": "https://x.openai.azure.com"},
+        {"api_key": -(2**65)},
+        {"api_key": {"a": 123456789012345678901234567890}},
+    ],
+)
+def test_a_json_secret_holding_an_integer_over_64_bits_is_a_400_on_create_and_update(
+    gateway: Gateway, secret: dict[str, object]
+) -> None:
+    payload = _refused(gateway, {"provider": "azure", "secret": secret})
+    assert payload["code"] == "VALIDATION_FAILED"
+    user = gateway.user()
+    created = user.client.post("/llm-credentials", json={"provider": "openai", "secret": fresh_secret()})
+    assert created.status_code == 201, created.text
+    changed = user.client.patch(f"/llm-credentials/{created.json()['id']}", json={"secret": secret})
+    assert changed.status_code == 400, changed.text
+    assert changed.json()["code"] == "VALIDATION_FAILED"
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "https://api.example.com/v1/../admin",
+        "https://api.example.com/../v1",
+        "https://api.example.com/v1/./chat",
+        "https://api.example.com/v1/..",
+        "https://api.example.com/v1/%2e%2e/admin",
+        "https://api.example.com/v1/%2E/x",
+    ],
+)
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_base_url_with_dot_segments_is_422_on_create_and_update(
+    gateway: Gateway, strict_gateway: Gateway, base_url: str, strict: bool
+) -> None:
+    target = strict_gateway if strict else gateway  # whatever SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS says
+    payload = _refused(target, {"provider": "openai", "secret": fresh_secret(), "base_url": base_url}, 422)
+    assert "segments" in str(payload["error"])
+    user = target.user()
+    good = "https://api.openai.com/v1"
+    created = user.client.post(
+        "/llm-credentials", json={"provider": "openai", "secret": fresh_secret(), "base_url": good}
+    )
+    assert created.status_code == 201, created.text
+    credential_id = created.json()["id"]
+    changed = user.client.patch(f"/llm-credentials/{credential_id}", json={"base_url": base_url})
+    assert changed.status_code == 422, changed.text
+    assert user.client.get(f"/llm-credentials/{credential_id}").json()["base_url"] == good
+
+
+def test_a_base_url_with_dots_inside_a_segment_is_kept(gateway: Gateway) -> None:
+    user = gateway.user()
+    base_url = "https://api.example.com/v1.../..x/a..b"
+    created = user.client.post(
+        "/llm-credentials", json={"provider": "openai", "secret": fresh_secret(), "base_url": base_url}
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["base_url"] == base_url

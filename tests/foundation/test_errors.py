@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Iterator
 
 import pytest
 
+from switchboard.errors import LimitRateExceeded, UpstreamTimeout, error_code_of
 from tests.support.gateway import Gateway
 from tests.support.probe import ProbeFactory, unique_name
 
@@ -183,3 +185,19 @@ def test_a_405_names_every_method_of_the_path_in_allow(
     allowed = {m.strip() for m in response.headers["allow"].split(",")}
     assert expected <= allowed
     assert method not in allowed
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (RecursionError("maximum recursion depth exceeded"), "internal_error"),
+        (KeyError("choices"), "internal_error"),
+        (asyncio.CancelledError(), "cancelled"),
+        (UpstreamTimeout(), "LLM_FAILED"),
+        (LimitRateExceeded("requests limit reached", extra={}), "rate_limit_exceeded"),
+    ],
+)
+def test_a_failed_attempt_records_a_stable_code_never_an_exception_class_name(
+    error: BaseException, code: str
+) -> None:
+    assert error_code_of(error) == code

@@ -92,6 +92,10 @@ def test_a_requests_per_minute_limit_answers_429_with_retry_after_and_never_reac
     error = refused.value
     assert error.code == "rate_limit_exceeded"
     assert 1 <= int(error.response.headers["retry-after"]) <= 60
+    # The refusal carries OpenAI's rate-limit headers too (SPEC §13), as OpenAI's own 429s do.
+    assert error.response.headers["x-ratelimit-limit-requests"] == "2"
+    assert error.response.headers["x-ratelimit-remaining-requests"] == "0"
+    assert error.response.headers["x-ratelimit-reset-requests"].endswith("s")
     assert len(fake_provider.received(model)) == 2
 
 
@@ -242,8 +246,12 @@ def test_a_tokens_limit_counts_prompt_and_answer_and_answers_429(
     raw = caller.sdk.chat.completions.with_raw_response.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
     assert raw.headers["x-ratelimit-limit-tokens"] == "150"
     assert status(admin, limit["id"])["used"] == "18"  # 11 + 7, as the provider counted them
-    with pytest.raises(openai.RateLimitError):
+    with pytest.raises(openai.RateLimitError) as refused:
         caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES, max_tokens=100)  # type: ignore[arg-type]
+    headers = refused.value.response.headers
+    assert (headers["x-ratelimit-limit-tokens"], headers["x-ratelimit-remaining-tokens"]) == ("40", "22")
+    assert headers["x-ratelimit-reset-tokens"].endswith("s") and int(headers["retry-after"]) >= 1
+    assert "x-switchboard-budget-remaining" not in headers
     assert len(fake_provider.received(model)) == 1
 
 

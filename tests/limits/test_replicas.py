@@ -272,3 +272,56 @@ def test_a_call_that_outlives_several_leases_keeps_its_hold_and_is_never_taken_f
         final = limit_status(urls[1], admin, limit_id)
     assert [(r["status"], r["error_code"]) for r in records if r["model"] == model] == [("ok", None)]
     assert final["reserved"] == "0" and final["used"] == str(ACTUAL)
+
+
+def test_a_call_killed_in_a_later_attempt_is_recorded_abandoned_with_that_attempt_and_model(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
+) -> None:
+    """The first model answers 500, the call falls back to the second, which holds the call; the
+    replica dies there. The abandoned record names attempt 2 and the second model."""
+    first, second = f"first-{uuid.uuid4().hex[:8]}", f"second-{uuid.uuid4().hex[:8]}"
+    fake_provider.script(first, fail="server_error")
+    fake_provider.script(second, held=True)
+    config = priced_config(fake_provider, [first, second])
+    config["fallbacks"] = {f"openai/{first}": [f"openai/{second}"]}
+    user, admin = tokens()
+    limit = {"subject_type": "economy", "subject_id": "default", "metric": "cost", "window": "total"}
+    headers = {"authorization": f"Bearer {user}"}
+    key = f"key-{uuid.uuid4().hex[:8]}"
+    with two_replicas(databases, tmp_path, config) as (processes, urls):
+        setup_caller(urls[0], user, admin, fake_provider, {**limit, "amount": "100000000"})
+
+        async def killed_in_attempt_two() -> None:
+            async with httpx.AsyncClient(base_url=urls[0], headers=headers, timeout=60) as client:
+                call = asyncio.create_task(
+                    client.post(
+                        "/v1/chat/completions",
+                        json={"model": f"openai/{first}", "messages": MESSAGES, "max_tokens": MAX_TOKENS},
+                        headers={"idempotency-key": key},
+                    )
+                )
+                deadline = time.monotonic() + 30
+                while not fake_provider.received(second):
+                    assert time.monotonic() < deadline and not call.done(), "the call never fell back"
+                    await asyncio.sleep(0.05)
+                os.kill(processes[0].pid, signal.SIGKILL)
+                assert isinstance(
+                    (await asyncio.gather(call, return_exceptions=True))[0], httpx.TransportError
+                )
+
+        asyncio.run(killed_in_attempt_two())
+        assert processes[0].wait(timeout=10) == -signal.SIGKILL
+        fake_provider.release(second)
+        deadline = time.monotonic() + 60
+        while True:  # the dead call's lease (3 s) runs out, then the other replica recovers it
+            records = httpx.get(f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+            abandoned = [r for r in records if r["status"] == "abandoned"]
+            if abandoned:
+                break
+            assert time.monotonic() < deadline, "the dead call was never recovered"
+            time.sleep(0.2)
+    [record] = abandoned
+    assert (record["attempt"], record["model"], record["idempotency_key"]) == (2, second, key)
+    assert record["error_code"] == "gateway_crashed"
+    [failed] = [r for r in records if r["status"] == "error"]
+    assert (failed["attempt"], failed["model"]) == (1, first)

@@ -187,3 +187,41 @@ def test_openrouters_error_chunk_mid_stream_ends_the_stream_and_is_recorded_as_t
     assert b"[DONE]" not in raw
     for record in records_of_model(user, model, count=2):
         assert (record["status"], record["error_code"]) == ("error", "LLM_FAILED")
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        b"data: this is not json\n\n",
+        b'data: {"choices": [{"index": 0, "delta": {"content": "cut\n\n',
+        b"data: <html>502</html>\n\n",
+    ],
+)
+def test_an_event_that_is_not_json_is_relayed_and_the_record_says_upstream_malformed(
+    gateway: Gateway, user: User, fake_provider: FakeProvider, odd: bytes
+) -> None:
+    model = unique_model("malformed")
+    body = {"model": model, "stream_options": {"include_usage": True}}
+    events = list(openai_wire.chat_events(Script(reply="one two"), body, "chatcmpl-odd"))
+    fake_provider.script(model, answer_events=[*events[:2], odd, *events[2:]])
+    with httpx.stream(
+        "POST",
+        f"{gateway.url}/v1/chat/completions",
+        json={"model": f"openai/{model}", "messages": HI, "stream": True},
+        headers={"authorization": f"Bearer {user.token}"},
+    ) as response:
+        raw = response.read()
+    assert odd in raw and raw.endswith(b"data: [DONE]\n\n")  # passed on as it came
+    [record] = records_of_model(user, model)
+    assert (record["status"], record["error_code"]) == ("ok", "upstream_malformed")
+    # Still metered: the provider's own count.
+    assert (record["prompt_tokens"], record["completion_tokens"], record["usage_estimated"]) == (11, 7, False)
+
+
+def test_a_well_formed_stream_is_not_flagged(
+    gateway: Gateway, user: User, fake_provider: FakeProvider
+) -> None:
+    model = unique_model("fine")
+    assert "".join(stream_texts(sdk(gateway, user), f"openai/{model}")) == "Hello from the fake provider."
+    [record] = records_of_model(user, model)
+    assert (record["status"], record["error_code"]) == ("ok", None)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import json
+import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -296,3 +298,44 @@ def test_a_markup_change_applies_to_the_very_next_call(
     record = the_record(caller.user, second.headers["x-request-id"])
     assert record["markup_bps"] == 2500
     assert record["cost"] == nanos(1000, 1000, CATALOG["openai/gpt-4o-mini"], 2500)
+
+
+def _leave_once_the_provider_has_it(
+    gateway: Gateway, fake_provider: Any, user: User, body: dict[str, Any], request_id: str
+) -> None:
+    """A raw client: the whole request; it hangs up, unanswered, once the provider has the request."""
+    host, port = gateway.url.removeprefix("http://").split(":")
+    payload = json.dumps(body).encode()
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host}\r\nauthorization: Bearer {user.token}\r\n"
+        f"content-type: application/json\r\nx-request-id: {request_id}\r\n"
+        f"content-length: {len(payload)}\r\n\r\n"
+    )
+    seen = len(fake_provider.received("gpt-4o-mini"))
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(head.encode() + payload)
+        deadline = time.monotonic() + 10
+        while len(fake_provider.received("gpt-4o-mini")) == seen:
+            assert time.monotonic() < deadline, "the provider never got the call"
+            time.sleep(0.02)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_call_its_client_leaves_before_the_answer_is_billed_its_prompt_estimate(
+    metering_gateway: Gateway, caller: Caller, fake_provider: Any, stream: bool
+) -> None:
+    """The provider has the prompt and bills it: the record carries its estimate, so limits count it."""
+    fake_provider.enqueue("gpt-4o-mini", first_byte_delay=30)
+    request_id = uuid.uuid4().hex
+    messages = [{"role": "user", "content": "x" * 40_000}]
+    body = {"model": "openai/gpt-4o-mini", "messages": messages, "stream": stream}
+    _leave_once_the_provider_has_it(metering_gateway, fake_provider, caller.user, body, request_id)
+    record = the_record(caller.user, request_id, wait=10)
+    assert (record["status"], record["error_code"], record["usage_estimated"]) == (
+        "cancelled",
+        "usage_estimated",
+        True,
+    )
+    # "user" and the prompt, at four characters a token; nothing was answered.
+    assert (record["prompt_tokens"], record["completion_tokens"]) == (10_001, 0)
+    assert (record["priced"], record["cost"]) == (True, nanos(10_001, 0, CATALOG["openai/gpt-4o-mini"]))

@@ -330,6 +330,7 @@ def test_the_gateways_own_limits_answer_in_anthropics_shape(
         sdk.messages.create(model="openai/gpt-4o-mini", max_tokens=5, messages=HI)
     assert limited.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
     assert int(limited.value.response.headers["retry-after"]) >= 1
+    assert limited.value.response.headers["x-ratelimit-remaining-requests"] == "0"
     budget = {**limit, "metric": "cost", "window": "month", "amount": "0"}
     spender = gateway.user()
     add_credential(spender, "openai", provider_base(fake_provider, "openai"))

@@ -78,3 +78,39 @@ def test_an_error_event_in_a_relayed_stream_reaches_the_client_once_and_is_recor
     for record in (first, second):
         assert (record["status"], record["endpoint"], record["stream"]) == ("error", "messages", True)
         assert record["error_code"] == reference["error_code"]
+
+
+@pytest.mark.parametrize(
+    ("where", "event"),
+    [
+        ("typed, mid-stream", OVERLOADED),
+        (
+            "named error, no type",
+            b'event: error\ndata: {"error": {"type": "overloaded_error", "message": "Busy"}}\n\n',
+        ),
+        ("named error, not JSON", b"event: error\ndata: Internal server error\n\n"),
+        (
+            "no space after the colons",
+            b'event:error\ndata:{"type":"error","error":{"type":"api_error","message":"x"}}\n\n',
+        ),
+    ],
+)
+@pytest.mark.parametrize("after", ["a delta", "message_delta"])
+def test_every_form_of_a_provider_error_event_in_a_relayed_stream_is_recorded_as_an_error(
+    gateway: Gateway, user: User, fake_provider: FakeProvider, where: str, event: bytes, after: str
+) -> None:
+    model = unique_model("relayed")
+    events = stream_of(message([text("Hel")]))
+    head = events[:4] if after == "a delta" else events[:-1]  # all but message_stop
+    fake_provider.script(model, answer_events=[*head, event])
+    with httpx.stream(
+        "POST",
+        f"{gateway.url}/v1/messages",
+        json={"model": f"anthropic/{model}", "max_tokens": 20, "messages": HI, "stream": True},
+        headers={"x-api-key": user.token},
+    ) as response:
+        raw = response.read()
+    assert raw.endswith(event) and b"message_stop" not in raw, where
+    [record] = records_of_model(user, model)
+    assert (record["status"], record["stream"]) == ("error", True), where
+    assert record["error_code"], where

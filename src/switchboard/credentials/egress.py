@@ -6,7 +6,7 @@ import asyncio
 import ipaddress
 import re
 import socket
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from switchboard.errors import Unprocessable
 from switchboard.kit.netaddr import forbidden_reason, resolve_host
@@ -47,6 +47,10 @@ def _parse(url: str, allow_private: bool) -> tuple[str, int]:
         raise _refuse("it must not carry a user name or password; store the key as the secret")
     if parts.query or parts.fragment:
         raise _refuse("it must not have a query or fragment")
+    # `/../` would be resolved by the HTTP client or a proxy on the way: the URL stored would not
+    # be the URL called. Refused (not normalised), so that what is stored is what the caller wrote.
+    if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
+        raise _refuse("its path must not have `.` or `..` segments")
     host = parts.hostname
     if not host:
         raise _refuse("it has no host")

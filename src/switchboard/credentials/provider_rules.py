@@ -20,7 +20,10 @@ def secret_from_object(value: object) -> object:
     """A secret given as a JSON object (azure's, bedrock's) continues as its JSON text, so that it is
     a SecretStr like any other from here on; its fields are checked against the provider later."""
     if isinstance(value, dict):
-        return orjson.dumps(value).decode()
+        try:
+            return orjson.dumps(value).decode()
+        except orjson.JSONEncodeError:  # an integer over 64 bits, or nesting past orjson's bound
+            raise ValueError("secret must be a string or an object of strings") from None
     return value
 
 

@@ -156,7 +156,7 @@ class Plan:
             needs[limit.id] = need
         now = utcnow()
         if refused:
-            raise _refusal(refused, now)
+            raise _refusal(refused, standings, now)
         if ask.fallbacks:
             bound = ask.own_cap if ask.own_cap is not None else self.cap
             self.covered = _cover_fallbacks(ask, standings, needs, bound)
@@ -216,7 +216,9 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
 
 
-def _refusal(refused: Sequence[tuple[Standing, int]], now: datetime) -> LimitRefused:
+def _refusal(
+    refused: Sequence[tuple[Standing, int]], standings: list[Standing], now: datetime
+) -> LimitRefused:
     costs = [standing for standing, _ in refused if standing.limit.metric == "cost"]
     if costs:  # waiting a few seconds does not help a spent budget: 402, which SDKs do not retry
         limit = costs[0].limit
@@ -227,9 +229,14 @@ def _refusal(refused: Sequence[tuple[Standing, int]], now: datetime) -> LimitRef
         )
     waits = [(seconds_until_fits(s.limit, need, s.remaining, now), s.limit) for s, need in refused]
     wait, limit = max(waits, key=lambda pair: pair[0])
+    # OpenAI sends its x-ratelimit-* on a 429 too, and clients read them there; the refused call
+    # holds nothing, so what they say is what is left without it.
+    headers = _headers(standings, dict.fromkeys((s.limit.id for s in standings), 0), now)
+    headers.pop("x-switchboard-budget-remaining", None)
+    headers["Retry-After"] = retry_after(wait)
     return LimitRateExceeded(
         f"{limit.metric} limit {limit.id} ({limit.amount} per {limit.window}) is reached",
-        headers={"Retry-After": retry_after(wait)},
+        headers=headers,
         extra={"limit_id": str(limit.id)},
     )
 

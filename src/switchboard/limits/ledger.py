@@ -311,6 +311,11 @@ async def release_holds(conn: LedgerConnection, holds: Sequence[tuple[uuid.UUID,
         )
 
 
+async def remember_call(conn: AsyncConnection, call_id: str, call: object) -> None:
+    """Replaces a running call's record for recovery (a later attempt of the call is under way)."""
+    await conn.execute(update(_HOLDS).where(_HOLDS.c.call_id == call_id).values(call=call))
+
+
 async def release_dead_holds(conn: LedgerConnection, call_id: str, now: datetime) -> bool:
     """Frees a dead call's holds; False when they were settled or renewed meanwhile."""
     result = await conn.execute(_RELEASE_DEAD, {"b_call": call_id, "b_now": now})

@@ -16,14 +16,15 @@ from typing import Any, TypeVar
 
 import anyio
 
-from switchboard.errors import SwitchboardError
+from switchboard.errors import SwitchboardError, error_code_of
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.ledger import cap_for_route, record_attempt, settle
-from switchboard.llm.outcomes import build_outcome, error_code_of
+from switchboard.llm.outcomes import USAGE_ESTIMATED, build_outcome, prompt_estimate
 from switchboard.metering.outcome import CallOutcome
 from switchboard.observability import events
 from switchboard.routing.failures import Verdict, final_error, verdict_of
 from switchboard.routing.route import Route
+from switchboard.upstream.types import Usage
 
 T = TypeVar("T")
 RETRY_PAUSE_S = 0.1  # the pause before trying the same route again, jittered ±50 %
@@ -120,12 +121,15 @@ class Attempts:
     async def _give_up(self, error: BaseException) -> BaseException:
         """Settles the call with its last attempt's record; returns what the client gets."""
         cancelled = isinstance(error, asyncio.CancelledError)
-        outcome = build_outcome(
-            self._call,
-            status="cancelled" if cancelled else "error",
-            usage=None,
-            error_code=error_code_of(error),
-        )
+        if cancelled:
+            # The client left while the attempt was under way: the provider has (most likely) the
+            # prompt, and will bill it, so the record carries its estimate, which limits count too.
+            usage = Usage(prompt_tokens=prompt_estimate(self._call.body))
+            outcome = build_outcome(
+                self._call, status="cancelled", usage=usage, error_code=USAGE_ESTIMATED, usage_estimated=True
+            )
+        else:
+            outcome = build_outcome(self._call, status="error", usage=None, error_code=error_code_of(error))
         # No stored answer: the idempotency key is released, so the call may be tried again.
         with anyio.CancelScope(shield=True):
             await settle(self._state, self._call, outcome)

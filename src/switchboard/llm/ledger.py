@@ -12,6 +12,7 @@ from switchboard.config_file import ModelEntry
 from switchboard.errors import LimitRefused
 from switchboard.idempotency.service import StoredResponse
 from switchboard.limits import enforce
+from switchboard.limits import ledger as limits_ledger
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.outcomes import build_outcome
 from switchboard.llm.prompt_bound import prompt_bound
@@ -136,6 +137,19 @@ async def record_attempt(state: Any, call: PreparedCall, outcome: CallOutcome) -
     recorded by `settle`, which also ends its holds and its idempotency claim."""
     await state.call_sink.record(outcome)
     events.attempt_moved_on(state)
+    if call.hold is not None or call.claim is not None:
+        await _follow_attempt(state, call)
+
+
+async def _follow_attempt(state: Any, call: PreparedCall) -> None:
+    """Recovery's record follows the call to the attempt now under way: should the replica die in
+    it, the `abandoned` record names that attempt, its model and its credential, not the first's."""
+    record = recovery_record(call)
+    if call.hold is not None:
+        async with state.engine.begin() as conn:
+            await limits_ledger.remember_call(conn, call.call_id, record)
+    if call.claim is not None:
+        await state.idempotency.attach(call.claim, record)
 
 
 async def settle(

@@ -57,11 +57,6 @@ def build_outcome(
     )
 
 
-def error_code_of(error: BaseException) -> str:
-    code: Any = getattr(error, "openai_code", None) or getattr(error, "code", None)
-    return str(code or type(error).__name__)
-
-
 # What a record's error_code says when its tokens are the gateway's estimate, not the provider's count.
 USAGE_ESTIMATED = "usage_estimated"
 CHARS_PER_TOKEN = 4

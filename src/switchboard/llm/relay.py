@@ -10,7 +10,7 @@ import anyio
 import orjson
 from starlette.responses import Response
 
-from switchboard.errors import SwitchboardError
+from switchboard.errors import SwitchboardError, error_code_of
 from switchboard.llm.attempts import ATTEMPTS_HEADER, Attempts
 from switchboard.llm.completions import TextCompletionStream, chat_body, text_completion_reply
 from switchboard.llm.context import PreparedCall
@@ -19,7 +19,6 @@ from switchboard.llm.ledger import settle
 from switchboard.llm.outcomes import (
     USAGE_ESTIMATED,
     build_outcome,
-    error_code_of,
     estimate_answer_usage,
     estimate_usage,
 )
@@ -38,6 +37,8 @@ from switchboard.upstream.prices import litellm_max_output
 from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget
 
 DONE = b"data: [DONE]\n\n"
+# A relayed stream carried an event that is not JSON: passed on untouched, and said in the record.
+UPSTREAM_MALFORMED = "upstream_malformed"
 SSE_TYPE = "text/event-stream; charset=utf-8"
 
 
@@ -251,6 +252,8 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
                     usage, estimated = estimate_usage(call.body, relayed), True
                     if outcome_status != "error":  # an error's code names the failure instead
                         error_code = USAGE_ESTIMATED
+                if stream.malformed and outcome_status != "error":  # relayed as it came, still metered
+                    error_code = UPSTREAM_MALFORMED
                 stored = None
                 if call.claim is not None and outcome_status == "ok":
                     body = b"".join(sent) + _ending(stream)

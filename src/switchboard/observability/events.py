@@ -14,6 +14,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from switchboard.errors import error_code_of
 from switchboard.observability import finish, tracing
 from switchboard.observability.metrics import Metrics
 from switchboard.observability.request import CURRENT
@@ -51,8 +52,7 @@ def attempt_failed(state: Any, call: PreparedCall, error: BaseException) -> None
     """A provider attempt ended in `error` (before or after its first byte); not the client leaving."""
     if isinstance(error, asyncio.CancelledError):
         return
-    code: Any = getattr(error, "openai_code", None) or getattr(error, "code", None)
-    kind = str(code or type(error).__name__)
+    kind = error_code_of(error)
     metrics = _metrics(state)
     if metrics is not None:
         metrics.upstream_error(call.model.provider, kind)

@@ -75,6 +75,7 @@ class ChoicesWatch(UpstreamStream):
     async def aclose(self) -> None:
         await self._inner.aclose()
         self.usage = self._inner.usage
+        self.malformed = self._inner.malformed
 
     def _look(self, data: bytes) -> None:
         if b'"finish_reason"' not in data or _SAID.search(data) is None:

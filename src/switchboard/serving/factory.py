@@ -46,6 +46,8 @@ def _bound_request_heads(settings: Any) -> None:
 
     HttpToolsHeadHolding.limits = HeadLimits(
         timeout=settings.head_timeout_seconds,
+        body_idle=settings.body_idle_timeout_seconds,
+        body_total=settings.body_timeout_seconds,
         max_bytes=settings.max_head_bytes,
         max_line=settings.max_header_line_bytes,
         max_lines=settings.max_header_lines,

@@ -19,6 +19,7 @@ import orjson
 from starlette.datastructures import Headers
 
 from switchboard.errors import BadRequest
+from switchboard.kit.nesting import MAX_NESTING, deeper_than
 from switchboard.upstream.adapters.anthropic_tools import TOOL_CHOICE_TYPES
 
 Block = dict[str, Any]
@@ -64,6 +65,19 @@ def check_count_body(body: dict[str, Any]) -> None:
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         raise BadRequest("tools: a list of tools", param="tools")
+    # What the gateway re-encodes or walks when it translates or counts: bounded, never a 500.
+    for tool in tools or ():
+        if isinstance(tool, dict) and deeper_than(tool.get("input_schema")):
+            raise BadRequest(f"tools: an input_schema nests over {MAX_NESTING} levels deep", param="tools")
+    for index, message in enumerate(messages):
+        content = message["content"]
+        if isinstance(content, list) and any(
+            isinstance(block, dict) and deeper_than(block.get("input")) for block in content
+        ):
+            raise BadRequest(
+                f"messages.{index}.content: a tool_use input nests over {MAX_NESTING} levels deep",
+                param="messages",
+            )
 
 
 def provider_headers(headers: Headers) -> bytes:

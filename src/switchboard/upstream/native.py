@@ -124,10 +124,19 @@ class _RelayedEvents:
                 payload = None
             if isinstance(payload, dict):
                 self._read(self, payload)
-                if self.failure is not None:
-                    self.failure.provider_event = raw
-                    return
+            if self.failure is None and _named_error(raw):
+                # The event's name decides, as Anthropic's and OpenAI's SDKs read it: an `error`
+                # event whose data lacks its `type`, or is not JSON, is the provider's failure too.
+                error = payload.get("error") if isinstance(payload, dict) else None
+                self.failure = provider_errors.in_stream(error if isinstance(error, dict) else None)
+            if self.failure is not None:
+                self.failure.provider_event = raw
+                return
         events.append(StreamEvent(raw))
+
+
+def _named_error(raw: bytes) -> bool:
+    return any(line[6:].strip() == b"error" for line in raw.splitlines() if line.startswith(b"event:"))
 
 
 def _read_anthropic(events: _RelayedEvents, payload: dict[str, Any]) -> None:

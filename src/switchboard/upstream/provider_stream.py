@@ -139,6 +139,8 @@ class ProviderStream(UpstreamStream):
         # Also when the error came in this read: the usage read before it (Anthropic's
         # message_start) is the provider's count, not to be estimated.
         self.usage = self._splitter.usage
+        # Only OpenAI's own splitter (sse.py) tells; an adapter's splitter maps what it parses.
+        self.malformed = getattr(self._splitter, "malformed", False)
 
     async def aclose(self) -> None:
         if self._closed:

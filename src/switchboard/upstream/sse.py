@@ -30,13 +30,14 @@ class EventSplitter:
     pipeline sends as the stream's last event once the call is settled (llm/relay.py), or, when no
     event came before it, never: the call then moves on to its next route (SPEC §14)."""
 
-    __slots__ = ("_buffer", "done", "failure", "usage")
+    __slots__ = ("_buffer", "done", "failure", "malformed", "usage")
 
     def __init__(self) -> None:
         self._buffer = b""
         self.done = False  # `data: [DONE]` seen, or the provider's error chunk
         self.usage: Usage | None = None
         self.failure: SwitchboardError | None = None
+        self.malformed = False  # an event whose data is not JSON was relayed
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
         if self.done:  # nothing after the provider's first [DONE] reaches the client
@@ -58,6 +59,7 @@ class EventSplitter:
             if (
                 raw[:7] == b"data: {"
                 and raw[8] != 101
+                and raw[-3] == 125  # ends as an object does: `}`; else it is looked at in _classify
                 and (
                     (raw.endswith(_NULL_USAGE_LAST) and raw[_LAST_CHOICE_VALUE_NULL_USAGE] != 34)
                     or (raw[_LAST_CHOICE_VALUE] != 34 and b'"usage"' not in raw)
@@ -110,12 +112,16 @@ class EventSplitter:
                 self.failure.provider_event = raw
                 self.done = True  # nothing after it reaches the client
                 return
-        # Most chunks carry no usage (or `"usage":null` when include_usage is on): skip the parse.
+        # Most chunks carry no usage (or `"usage":null` when include_usage is on): skip the parse,
+        # unless the event does not even look like one JSON object.
         if b'"usage"' not in body or any(marker in body for marker in _NULL_USAGE):
+            if not (body.startswith((b"data: {", b"data:{")) and body.endswith(b"}")):
+                self.malformed = self.malformed or _payload(body) is None
             events.append(StreamEvent(raw))
             return
         payload = _payload(body)
         if not isinstance(payload, dict) or not isinstance(payload.get("usage"), dict):
+            self.malformed = self.malformed or payload is None
             events.append(StreamEvent(raw))
             return
         self.usage = Usage.from_openai(payload["usage"])

@@ -91,6 +91,9 @@ class UpstreamStream(ABC):
 
     usage: Usage | None = None
     client_wants_usage: bool = False  # did the caller's body ask for stream_options.include_usage
+    # An event that was not JSON passed through (a byte relay does not rewrite what it relays): the
+    # record says `upstream_malformed` (llm/relay.py).
+    malformed: bool = False
 
     def __aiter__(self) -> UpstreamStream:
         return self

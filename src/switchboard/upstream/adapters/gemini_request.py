@@ -218,7 +218,7 @@ def _tool_choice(value: str | dict[str, Any]) -> dict[str, Any]:
 
 
 def _response_format(value: dict[str, Any], config: dict[str, Any], trait: Traits) -> None:
-    value = without_openai_flags(value, additional_properties=not trait.json_schema)
+    value = without_openai_flags(value, additional_properties=not trait.json_schema, param="response_format")
     kind = value.get("type")
     if kind == "json_object":
         config["responseMimeType"] = "application/json"

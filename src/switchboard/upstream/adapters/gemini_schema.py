@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from switchboard.errors import BadRequest
+from switchboard.kit.nesting import deeper_than
 
 MAX_DEPTH = 200  # containers deep (litellm refuses schemas over 100 levels of properties)
 MAX_INLINED = 2000  # `$ref`s expanded per schema: a self-multiplying schema is refused, not expanded
@@ -30,16 +31,22 @@ TYPED_FIELDS = (
 )  # fmt: skip
 
 
-def without_openai_flags(value: Any, *, additional_properties: bool = True) -> Any:
+def without_openai_flags(value: Any, *, additional_properties: bool = True, param: str = "tools") -> Any:
     """A copy without OpenAI's `strict` flags and (unless told to keep them) the
     `additionalProperties: false` that Gemini's OpenAPI schemas refuse.
 
     litellm drops every key named `strict`; only flags are dropped here, so that a property that
     happens to be called "strict" survives.
     """
+    if deeper_than(value, MAX_DEPTH):  # checked once here; the copy below recurses
+        raise BadRequest("a JSON schema in the request nests too deeply", param=param)
+    return _without_flags(value, additional_properties)
+
+
+def _without_flags(value: Any, additional_properties: bool) -> Any:
     if isinstance(value, dict):
         return {
-            key: without_openai_flags(item, additional_properties=additional_properties)
+            key: _without_flags(item, additional_properties)
             for key, item in value.items()
             if not (
                 (key == "strict" and isinstance(item, bool))
@@ -47,7 +54,7 @@ def without_openai_flags(value: Any, *, additional_properties: bool = True) -> A
             )
         }
     if isinstance(value, list):
-        return [without_openai_flags(item, additional_properties=additional_properties) for item in value]
+        return [_without_flags(item, additional_properties) for item in value]
     return value
 
 
