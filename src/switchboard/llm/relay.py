@@ -215,6 +215,38 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
 
     sent: list[bytes] = []  # kept only for an Idempotency-Key, whose retry replays these bytes
 
+    async def finish(
+        outcome_status: CallStatus, error_code: str | None, failure: Exception | None, relayed: int
+    ) -> None:
+        attempts.done(failure)
+        with anyio.CancelScope(shield=True):
+            await stream.aclose()
+            usage, estimated = stream.usage, False
+            if usage is None and relayed:  # content reached the client, its count did not
+                usage, estimated = estimate_usage(call.body, relayed), True
+                if outcome_status != "error":  # an error's code names the failure instead
+                    error_code = USAGE_ESTIMATED
+            if stream.malformed and outcome_status != "error":  # relayed as it came, still metered
+                error_code = UPSTREAM_MALFORMED
+            stored = None
+            if call.claim is not None and outcome_status == "ok":
+                body = b"".join(sent) + _ending(stream)
+                stored = stored_from(200, {**headers, "content-type": SSE_TYPE}, body)
+            outcome = build_outcome(
+                call,
+                status=outcome_status,
+                usage=usage,
+                error_code=error_code,
+                ttft_ms=ttft_ms,
+                usage_estimated=estimated,
+            )
+            await settle(state, call, outcome, stored)
+
+    async def never_started() -> None:
+        # The client left after the provider's first event, before the response began: the provider
+        # has the prompt and has begun answering, so the call is billed its estimate (one event).
+        await finish("cancelled", None, None, 1)
+
     async def events() -> AsyncIterator[bytes]:
         outcome_status: CallStatus = "ok"
         error_code: str | None = None
@@ -244,29 +276,7 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
             failure = error
         finally:
             telemetry.stream_closed(state)
-            attempts.done(failure)
-            with anyio.CancelScope(shield=True):
-                await stream.aclose()
-                usage, estimated = stream.usage, False
-                if usage is None and relayed:  # content reached the client, its count did not
-                    usage, estimated = estimate_usage(call.body, relayed), True
-                    if outcome_status != "error":  # an error's code names the failure instead
-                        error_code = USAGE_ESTIMATED
-                if stream.malformed and outcome_status != "error":  # relayed as it came, still metered
-                    error_code = UPSTREAM_MALFORMED
-                stored = None
-                if call.claim is not None and outcome_status == "ok":
-                    body = b"".join(sent) + _ending(stream)
-                    stored = stored_from(200, {**headers, "content-type": SSE_TYPE}, body)
-                outcome = build_outcome(
-                    call,
-                    status=outcome_status,
-                    usage=usage,
-                    error_code=error_code,
-                    ttft_ms=ttft_ms,
-                    usage_estimated=estimated,
-                )
-                await settle(state, call, outcome, stored)
+            await finish(outcome_status, error_code, failure, relayed)
         # The record, the limits' settlement and the replayable answer are committed (above)
         # before the stream's last event goes out: [DONE], a surface's own last event, or the
         # error event (the provider's as it came, or the gateway's). A cancelled stream re-raised.
@@ -277,4 +287,4 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
         yield _ending(stream)
 
     headers = gateway_headers(call)
-    return SSEResponse(events(), headers=headers)
+    return SSEResponse(events(), headers=headers, unstarted=never_started)
