@@ -24,7 +24,7 @@ from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing
 from switchboard.limits.postgres_reserve import reserve_in_one_statement
 from switchboard.limits.rules import Limit, openai_duration, resets_at, retry_after, seconds_until_fits
-from switchboard.metering.pricing import Prices, cost_nanos, largest_completion_within
+from switchboard.metering.pricing import Prices, largest_completion_within, worst_case_nanos
 
 log = logging.getLogger("switchboard.limits")
 
@@ -99,7 +99,7 @@ def _priced(prices: Prices | None, model_max: int) -> bool:
 def _cost(ask: Ask, completion: int, prices: Prices | None = None) -> int:
     prices = prices if prices is not None else ask.prices
     assert prices is not None
-    return cost_nanos(prices, ask.prompt_tokens, completion, ask.markup_bps) or 0
+    return worst_case_nanos(prices, ask.prompt_tokens, completion, ask.markup_bps) or 0
 
 
 def _largest_cost_fit(ask: Ask, remaining: int, upper: int) -> int:
