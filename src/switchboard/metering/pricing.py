@@ -206,6 +206,27 @@ def litellm_lookup(provider: str, model: str, service_tier: str | None = None) -
     return Prices(resolve(base), resolve(above) if above is not None else None, "litellm")
 
 
+_CACHE_KEYS = ("cache_read_per_mtok", "cache_write_per_mtok", "cache_write_1h_per_mtok")
+
+
+def missing_cache_prices(entries: Mapping[str, object]) -> list[str]:
+    """The catalog entries that price their model without any cache price while litellm's map states
+    some: their cache reads and writes are billed at the input price (SPEC §20's start-up warning)."""
+    try:
+        prices_module = importlib.import_module("switchboard.upstream.prices")
+    except ImportError:
+        return []
+    found = []
+    for key, entry in entries.items():
+        stated = _stated(entry)
+        if all(stated[k] is None for k in PRICE_KEYS) or any(stated[k] is not None for k in _CACHE_KEYS):
+            continue
+        provider, _, model = key.partition("/")
+        if prices_module.litellm_knows_cache_prices(provider, model):
+            found.append(key)
+    return found
+
+
 def find_prices(
     provider: str,
     model: str,
