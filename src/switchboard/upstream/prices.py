@@ -80,6 +80,10 @@ def litellm_price_table(
     inp, out = inp or Decimal(0), out or Decimal(0)
     write = rate("cache_creation_input_token_cost")
     write_1h = _per_million(entry.get("cache_creation_input_token_cost_above_1hr"))
+    # litellm's batch path prices every cache write at the batch write price: the map has no batch
+    # price for one-hour writes.
+    batch = suffix == SERVICE_TIER_SUFFIXES["batch"]
+    write_1h = None if batch else write_1h
     read = rate("cache_read_input_token_cost")
     reasoning = _per_million(entry.get("output_cost_per_reasoning_token" + suffix)) if suffix else None
     if reasoning is None and not (suffix and entry.get("output_cost_per_token" + suffix) is not None):
@@ -95,7 +99,9 @@ def litellm_price_table(
     if rate("input_cost_per_token" + ABOVE_200K) is None:
         return base, None
     tier_write = rate("cache_creation_input_token_cost" + ABOVE_200K, write)
-    tier_write_1h = rate("cache_creation_input_token_cost_above_1hr" + ABOVE_200K, write_1h)
+    tier_write_1h = (
+        None if batch else rate("cache_creation_input_token_cost_above_1hr" + ABOVE_200K, write_1h)
+    )
     above: PriceTable = {
         "input_per_mtok": rate("input_cost_per_token" + ABOVE_200K, inp),
         "output_per_mtok": rate("output_cost_per_token" + ABOVE_200K, out),
