@@ -3,6 +3,7 @@ and anthropic SDKs against the fake provider; one provider answer gives one reco
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -238,3 +239,60 @@ def test_gemini_cached_content_and_thoughts_are_priced_by_class(
         {"input": 400, "cache_read": 600, "output": 50},
         {"input": "1.25", "cache_read": "0.125", "output": "10"},
     )
+
+
+def test_an_economy_override_prices_every_class_before_the_catalog_and_litellm(
+    gateway: Gateway, openai_sdk: openai.OpenAI, user: User, fake_provider: Any
+) -> None:
+    """The override names the model, so it gives all its prices; its long-context tier applies above
+    200k prompt tokens; a class it leaves out takes its input (cache) or output (reasoning) price."""
+    admin = gateway.user(role="Admin")
+    override = {
+        "input_per_mtok": "2",
+        "cache_read_per_mtok": "0.5",
+        "output_per_mtok": "8",
+        "reasoning_per_mtok": "9",
+        "above_200k": {"input_per_mtok": "4", "output_per_mtok": "16"},
+    }
+    body = {
+        "slug": f"tc-{uuid.uuid4().hex[:8]}",
+        "name": "Classes",
+        "price_overrides": {"anthropic/claude-sonnet-4-5": override},
+    }
+    created = admin.client.post("/economies", json=body)
+    assert created.status_code == 201, created.text
+    assert created.json()["price_overrides"]["anthropic/claude-sonnet-4-5"] == {
+        **override,
+        "above_200k": {"input_per_mtok": "4", "output_per_mtok": "16"},
+    }
+    joined = admin.client.post(
+        f"/economies/{body['slug']}/participants", json={"user_id": str(user.id), "role": "member"}
+    )
+    assert joined.status_code in (200, 201), joined.text
+    sdk = openai_sdk.with_options(default_headers={"x-economy-id": body["slug"]})
+
+    before = len(records_of_model(user, "claude-sonnet-4-5", 0))
+    fake_provider.enqueue(
+        "claude-sonnet-4-5",
+        prompt_tokens=1000,
+        cached_tokens=600,
+        cache_write_tokens=100,
+        completion_tokens=10,
+    )
+    chat(sdk, "anthropic/claude-sonnet-4-5", stream=False)
+    record = last_record(user, "claude-sonnet-4-5", before + 1)
+    # Cache writes are left out of the override: they take its input price, not litellm's 3.75.
+    prices = {"input": "2", "cache_read": "0.5", "cache_write": "2", "output": "8"}
+    assert record["cost"] == nanos(
+        {"input": 300, "cache_read": 600, "cache_write": 100, "output": 10}, prices
+    )
+    assert record["price_source"] == "override"
+
+    fake_provider.enqueue(
+        "claude-sonnet-4-5", prompt_tokens=300_000, cached_tokens=100_000, completion_tokens=10
+    )
+    chat(sdk, "anthropic/claude-sonnet-4-5", stream=True)
+    record = last_record(user, "claude-sonnet-4-5", before + 2)
+    # Above 200k: the tier's input price for every input class it leaves out, its output price.
+    tier = {"input": "4", "cache_read": "4", "output": "16"}
+    assert record["cost"] == nanos({"input": 200_000, "cache_read": 100_000, "output": 10}, tier)
