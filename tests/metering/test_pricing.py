@@ -161,3 +161,78 @@ def test_the_largest_completion_within_a_budget_is_the_one_compute_cost_admits()
             budget,
             upper,
         )
+
+
+def _rates(rng: random.Random) -> dict[str, Decimal]:
+    return {
+        key: Decimal(rng.randrange(0, 10**7)).scaleb(-rng.randrange(0, 9))
+        for key in pricing.PRICE_KEYS
+        if key in ("input_per_mtok", "output_per_mtok") or rng.random() < 0.7
+    }
+
+
+def _tiered(rng: random.Random) -> Prices:
+    base = pricing.resolve(_rates(rng))
+    above = pricing.resolve(_rates(rng), base) if rng.random() < 0.7 else None
+    return Prices(base, above, "test")
+
+
+def test_every_class_is_priced_by_the_exact_definition_at_the_tier_its_prompt_falls_in() -> None:
+    rng = random.Random(20)
+    for _ in range(3000):
+        found = _tiered(rng)
+        prompt = rng.choice([rng.randrange(0, 1000), 200_000, 200_001, rng.randrange(0, 10**6)])
+        read = rng.randrange(0, prompt + 1)
+        written = rng.randrange(0, prompt - read + 1)
+        written_1h = rng.randrange(0, written + 1)
+        completion = rng.randrange(0, 10**5)
+        reasoning = rng.randrange(0, completion + 1)
+        markup = rng.choice([0, 2500, rng.randrange(0, 50_000)])
+        usage = Usage(prompt, completion, read, reasoning, written, written_1h)
+        rates = found.above_200k if prompt > 200_000 and found.above_200k is not None else found.base
+        inp, out, cache_read, cache_write, cache_write_1h, reasoning_price = rates.values
+        assert None not in rates.values
+        with localcontext() as ctx:
+            ctx.prec = 400
+            exact = (
+                (prompt - read - written) * inp
+                + read * cache_read
+                + (written - written_1h) * cache_write
+                + written_1h * cache_write_1h
+                + (completion - reasoning) * out
+                + reasoning * reasoning_price
+            ) * 1000 * (10_000 + markup) / 10_000  # fmt: skip
+            expected = int(exact.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+        cost = pricing.compute_cost(found, usage, markup)
+        assert (cost.nanos, cost.priced) == (expected, True)
+        assert cost.prices is not None and '"input"' in cost.prices
+
+
+def test_a_class_left_out_takes_the_input_or_output_price_and_the_tier_its_own() -> None:
+    base = pricing.resolve({"input_per_mtok": Decimal(3), "output_per_mtok": Decimal(15)})
+    assert base.values == tuple(Decimal(n) for n in (3, 15, 3, 3, 3, 15))
+    tier = pricing.resolve({"input_per_mtok": Decimal(6), "cache_read_per_mtok": Decimal("0.6")}, base)
+    assert tier.values == tuple(Decimal(n) for n in (6, 15, "0.6", 6, 6, 15))
+
+
+def test_the_worst_case_prices_the_prompt_uncached_at_the_tier_and_the_answer_at_the_dearer_price() -> None:
+    base = pricing.resolve(
+        {"input_per_mtok": Decimal(3), "cache_read_per_mtok": Decimal("0.3"), "output_per_mtok": Decimal(15)}
+    )
+    above = pricing.resolve({"input_per_mtok": Decimal(6), "reasoning_per_mtok": Decimal(30)}, base)
+    found = Prices(base, above, "test")
+    assert worst_case_nanos(found, 200_000, 10, 0) == 200_000 * 3000 + 10 * 15_000
+    assert worst_case_nanos(found, 200_001, 10, 0) == 200_001 * 6000 + 10 * 30_000
+
+
+def test_the_largest_completion_within_a_budget_follows_the_worst_case_at_every_tier() -> None:
+    rng = random.Random(21)
+    for _ in range(2000):
+        found = _tiered(rng)
+        prompt = rng.choice([1, 200_000, 200_001, rng.randrange(1, 400_000)])
+        markup = rng.choice([0, 250, rng.randrange(0, 50_000)])
+        upper = rng.choice([1, 4096, rng.randrange(1, 10**5)])
+        around = _worst(found, prompt, rng.randrange(0, upper + 1), markup)
+        budget = max(around + rng.choice([-1, 0, 1, rng.randrange(-1000, 1000)]), 0)
+        expected = _largest_by_search(found, prompt, markup, budget, upper)
+        assert largest_completion_within(found, prompt, markup, budget, upper) == expected
