@@ -236,3 +236,18 @@ def test_the_largest_completion_within_a_budget_follows_the_worst_case_at_every_
         budget = max(around + rng.choice([-1, 0, 1, rng.randrange(-1000, 1000)]), 0)
         expected = _largest_by_search(found, prompt, markup, budget, upper)
         assert largest_completion_within(found, prompt, markup, budget, upper) == expected
+
+
+def test_catalog_entries_without_cache_prices_litellm_knows_are_named() -> None:
+    catalog = {
+        "anthropic/claude-sonnet-4-5": ModelEntry(
+            provider="anthropic", model="claude-sonnet-4-5", input_per_mtok="3", output_per_mtok="15"
+        ),
+        # Stated: no warning. Unpriced here: litellm's prices apply whole. Unknown to litellm: nothing to say.
+        "openai/gpt-4o": ModelEntry(
+            provider="openai", model="gpt-4o", input_per_mtok="2.5", cache_read_per_mtok="1.25"
+        ),
+        "openai/gpt-4o-mini": ModelEntry(provider="openai", model="gpt-4o-mini"),
+        "openai/house-model": ModelEntry(provider="openai", model="house-model", input_per_mtok="1"),
+    }
+    assert pricing.missing_cache_prices(catalog) == ["anthropic/claude-sonnet-4-5"]

@@ -3,6 +3,7 @@ and anthropic SDKs against the fake provider; one provider answer gives one reco
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
 from decimal import ROUND_HALF_UP, Decimal
@@ -10,6 +11,7 @@ from typing import Any
 
 import anthropic
 import openai
+import orjson
 import pytest
 
 from tests.conftest import GatewayFactory, default_test_config
@@ -296,3 +298,50 @@ def test_an_economy_override_prices_every_class_before_the_catalog_and_litellm(
     # Above 200k: the tier's input price for every input class it leaves out, its output price.
     tier = {"input": "4", "cache_read": "4", "output": "16"}
     assert record["cost"] == nanos({"input": 200_000, "cache_read": 100_000, "output": 10}, tier)
+
+
+class _Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_start_up_warns_of_catalog_prices_without_the_cache_prices_litellm_has(
+    make_gateway: GatewayFactory, fake_provider: Any
+) -> None:
+    config = default_test_config(fake_provider.base_url)
+    sonnet = {"provider": "anthropic", "model": "claude-sonnet-4-5", "input_per_mtok": "3"}
+    config["models"] = [
+        {**entry, **MINI} if entry["model"] == "gpt-4o-mini" else entry for entry in config["models"]
+    ] + [{**sonnet, "output_per_mtok": "15"}]
+    # The gateway's logging stops records at the `switchboard` logger: listen on the metering one.
+    kept = _Kept()
+    logger = logging.getLogger("switchboard.metering")
+    logger.addHandler(kept)
+    try:
+        make_gateway(config=config)
+    finally:
+        logger.removeHandler(kept)
+    warned = [message for message in kept.messages if "without cache prices" in message]
+    assert len(warned) == 1 and "anthropic/claude-sonnet-4-5" in warned[0]
+    assert "gpt-4o-mini" not in warned[0]  # MINI states its cache read price
+
+
+def test_exports_carry_the_classes_after_every_earlier_column(
+    gateway: Gateway, user: User, openai_sdk: openai.OpenAI, fake_provider: Any
+) -> None:
+    fake_provider.enqueue("gpt-4o-mini", prompt_tokens=578, cached_tokens=289, completion_tokens=7)
+    chat(openai_sdk, "openai/gpt-4o-mini", stream=False)
+    admin = gateway.user(role="Admin")
+    csv_text = admin.client.get("/economies/default/usage/export", params={"format": "csv"}).text
+    header = csv_text.splitlines()[0].split(",")
+    assert header[-4:] == ["cache_write_tokens", "cache_write_1h_tokens", "service_tier", "prices"]
+    assert header.index("attempt") < header.index("cache_write_tokens")  # new columns come last
+    lines = admin.client.get("/economies/default/usage/export", params={"format": "ndjson"}).text
+    mine = [orjson.loads(line) for line in lines.splitlines() if f'"user_id":"{user.id}"' in line]
+    assert any(r["cached_tokens"] == 289 and r["prices"]["cache_read"] == "0.075" for r in mine)
+    summary = admin.client.get("/economies/default/usage/summary", params={"group_by": "model"}).json()
+    assert {"cached_tokens", "cache_write_tokens", "reasoning_tokens"} <= set(summary["totals"])
