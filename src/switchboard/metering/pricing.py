@@ -263,6 +263,22 @@ def compute_cost(prices: Prices, counts: Counts, markup_bps: int) -> Cost:
 def class_nanos(rates: Rates, counts: Counts, markup_bps: int) -> int | None:
     """`compute_cost`'s nano-units alone; None when the call is unpriced."""
     prompt, completion = counts.prompt_tokens, counts.completion_tokens
+    read, written, reasoning = counts.cached_tokens, counts.cache_write_tokens, counts.reasoning_tokens
+    numerators, denominator = rates.fractions
+    inp, out = numerators[INPUT], numerators[OUTPUT]
+    # The cache and reasoning prices resolve to the input and output ones: those two decide.
+    if (inp is None and out is None) or (prompt and inp is None) or (completion and out is None):
+        return None
+    if read or written or reasoning:
+        numerator = _classes_numerator(numerators, counts)
+    else:  # most calls: input and output alone, straight (every record pays for this)
+        numerator = prompt * (inp or 0) + completion * (out or 0)
+    # x 1e9 nanos per unit / 1e6 tokens per mtok = x 1000, then x (1e4 + bps) / 1e4: x (1e4 + bps) / 10.
+    return _round_half_up(numerator * (_BPS + markup_bps), denominator * 10)
+
+
+def _classes_numerator(numerators: tuple[int | None, ...], counts: Counts) -> int:
+    prompt, completion = counts.prompt_tokens, counts.completion_tokens
     read = min(counts.cached_tokens, prompt)
     written = min(counts.cache_write_tokens, prompt - read)
     written_1h = min(counts.cache_write_1h_tokens, written)
@@ -276,17 +292,7 @@ def class_nanos(rates: Rates, counts: Counts, markup_bps: int) -> int | None:
         written_1h,
         reasoning,
     )
-    numerators, denominator = rates.fractions
-    numerator = 0
-    for count, price in zip(tokens, numerators, strict=True):
-        if count:
-            if price is None:
-                return None
-            numerator += count * price
-    if numerators[INPUT] is None and numerators[OUTPUT] is None:
-        return None
-    # x 1e9 nanos per unit / 1e6 tokens per mtok = x 1000, then x (1e4 + bps) / 1e4: x (1e4 + bps) / 10.
-    return _round_half_up(numerator * (_BPS + markup_bps), denominator * 10)
+    return sum(count * (price or 0) for count, price in zip(tokens, numerators, strict=True) if count)
 
 
 def _worst_prices(rates: Rates) -> tuple[int | None, int | None, int]:
