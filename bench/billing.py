@@ -127,6 +127,10 @@ def synthetic_rows(count: int, seed: int) -> Iterator[list[tuple[object, ...]]]:
                 "usage_estimated": False,
                 "api_key_id": None,
                 "attempt": 1,
+                "cache_write_tokens": 0,
+                "cache_write_1h_tokens": 0,
+                "service_tier": None,
+                "prices": '{"input":"0.15","output":"0.60"}',
             }
             chunk.append(tuple(values[name] for name in COLUMNS))
         made += size

@@ -56,16 +56,41 @@ class RoutingEntry(_Strict):
     connect_timeout_s: float | None = Field(default=None, gt=0, le=600)
 
 
-class ModelEntry(_Strict):
+# SPEC §20's price keys, in the catalog and in economy overrides alike (metering/pricing.py's CLASSES).
+PRICE_KEYS = (
+    "input_per_mtok",
+    "output_per_mtok",
+    "cache_read_per_mtok",
+    "cache_write_per_mtok",
+    "cache_write_1h_per_mtok",
+    "reasoning_per_mtok",
+)
+
+
+class PriceTier(_Strict):
+    """Per-million prices of each token class; a class left out takes the input (cache reads and
+    writes) or output (reasoning) price."""
+
+    input_per_mtok: str | None = None
+    output_per_mtok: str | None = None
+    cache_read_per_mtok: str | None = None
+    cache_write_per_mtok: str | None = None
+    cache_write_1h_per_mtok: str | None = None
+    reasoning_per_mtok: str | None = None
+
+    _check_prices = field_validator(*PRICE_KEYS, mode="before")(_decimal_string)
+
+
+class PriceOverride(PriceTier):
+    above_200k: PriceTier | None = None  # every class of a call above 200,000 prompt tokens
+
+
+class ModelEntry(PriceOverride):
     provider: ProviderKind
     model: str = Field(min_length=1)
     tags: tuple[str, ...] = ()
-    input_per_mtok: str | None = None
-    output_per_mtok: str | None = None
     kind: Literal["chat", "embedding"] = "chat"
     routing: RoutingEntry | None = None
-
-    _check_prices = field_validator("input_per_mtok", "output_per_mtok", mode="before")(_decimal_string)
 
     @property
     def key(self) -> str:
@@ -84,13 +109,6 @@ class DeploymentCredentialEntry(_Strict):
         if problem is not None:
             raise ValueError(problem)
         return self
-
-
-class PriceOverride(_Strict):
-    input_per_mtok: str | None = None
-    output_per_mtok: str | None = None
-
-    _check_prices = field_validator("input_per_mtok", "output_per_mtok", mode="before")(_decimal_string)
 
 
 class EconomyEntry(_Strict):

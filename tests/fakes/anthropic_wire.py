@@ -20,13 +20,22 @@ def _tool_name(body: dict[str, Any]) -> str | None:
 
 
 def _usage(script: Script, output_tokens: int) -> dict[str, Any]:
-    # Anthropic's input_tokens excludes cache reads; clients add them back to get the prompt total.
-    return {
-        "input_tokens": script.prompt_tokens - script.cached_tokens,
-        "cache_creation_input_tokens": 0,
+    # Anthropic's input_tokens excludes cache reads and writes; clients add them back to get the
+    # prompt total. `cache_creation` splits the writes by how long they are kept.
+    written, written_1h = script.cache_write_tokens, script.cache_write_1h_tokens
+    usage: dict[str, Any] = {
+        "input_tokens": script.prompt_tokens - script.cached_tokens - written,
+        "cache_creation_input_tokens": written,
         "cache_read_input_tokens": script.cached_tokens,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": written - written_1h,
+            "ephemeral_1h_input_tokens": written_1h,
+        },
         "output_tokens": output_tokens,
     }
+    if script.service_tier is not None:
+        usage["service_tier"] = script.service_tier
+    return usage
 
 
 def message_body(script: Script, body: dict[str, Any], message_id: str) -> dict[str, Any]:

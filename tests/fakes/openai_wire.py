@@ -36,6 +36,11 @@ def usage(script: Script) -> dict[str, Any]:
     }
 
 
+def tier(script: Script) -> dict[str, Any]:
+    """OpenAI names the tier that served the call at the top of the answer and of every chunk."""
+    return {"service_tier": script.service_tier} if script.service_tier is not None else {}
+
+
 def first_tool_name(body: dict[str, Any]) -> str | None:
     tools = body.get("tools") or []
     if not tools:
@@ -66,6 +71,7 @@ def chat_body(script: Script, body: dict[str, Any], call_id: str) -> dict[str, A
         "system_fingerprint": FINGERPRINT,
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
         "usage": usage(script),
+        **tier(script),
     }
 
 
@@ -79,6 +85,7 @@ def chat_events(script: Script, body: dict[str, Any], call_id: str) -> Iterator[
         "created": CREATED,
         "model": body.get("model"),
         "system_fingerprint": FINGERPRINT,
+        **tier(script),
     }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:

@@ -75,6 +75,8 @@ def _items(script: Script, body: dict[str, Any], n: str) -> list[dict[str, Any]]
 def response_body(script: Script, body: dict[str, Any], response_id: str) -> dict[str, Any]:
     done = _response(body, response_id, "completed", _items(script, body, response_id[5:]))
     done["usage"] = _usage(script)
+    if script.service_tier is not None:
+        done["service_tier"] = script.service_tier
     return done
 
 

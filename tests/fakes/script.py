@@ -33,6 +33,10 @@ class Script:
     completion_tokens: int = 7
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    # Anthropic: prompt tokens written to the cache (of them, `cache_write_1h_tokens` for an hour).
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    service_tier: str | None = None  # named in the answer (OpenAI: top level; Anthropic: in usage)
     tool_arguments: str = '{"location": "Paris"}'
     embedding_dims: int = 8
     fail: Failure | None = None

@@ -414,3 +414,33 @@ def test_a_settlement_written_again_after_its_commit_counts_once(gateway: Gatewa
     gateway.server.call_soon(write_twice(), timeout=60)
     assert status(admin, tokens["id"])["used"] == "42"
     assert status(admin, per_hour["id"])["used"] == "1"
+
+
+def test_a_cost_limit_reserves_the_uncached_worst_case_and_settles_the_records_class_priced_cost(
+    caller: Caller, admin: User, fake_provider: Any
+) -> None:
+    """SPEC §20: the reservation prices every input token uncached and the answer at the dearer of the
+    output and reasoning prices (the cap it sets follows the same formula); the settlement is the
+    record's cost, its cache reads and reasoning priced as such."""
+    model = unique_model("classes")
+    prices = {
+        "input_per_mtok": "0.15",
+        "cache_read_per_mtok": "0.075",
+        "output_per_mtok": "0.60",
+        "reasoning_per_mtok": "1.20",
+    }
+    slug = economy_for(admin, caller, model, price_overrides={f"openai/{model}": prices})
+    limit = add_limit(
+        admin, subject_type="economy", subject_id=slug, metric="cost", window="month", amount="100000"
+    )
+    fake_provider.enqueue(model, prompt_tokens=11, cached_tokens=6, completion_tokens=7, reasoning_tokens=3)
+    sdk = sdk_for(caller, **{"X-Economy-Id": slug})
+    raw = sdk.chat.completions.with_raw_response.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
+    # Prompt ≈ 7 tokens → 1,050 nano-units; the rest at 1,200 a token (reasoning), not 600: ~82.
+    cap = int(raw.headers["x-switchboard-max-tokens"])
+    assert 75 < cap < 90
+    cost = 5 * 150 + 6 * 75 + 4 * 600 + 3 * 1200
+    [record] = [r for r in caller.user.client.get("/usage/me").json()["data"] if r["model"] == model]
+    assert record["cost"] == str(cost)
+    after = status(admin, limit["id"])
+    assert (after["reserved"], after["used"]) == ("0", str(cost))

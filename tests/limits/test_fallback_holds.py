@@ -14,9 +14,9 @@ from switchboard.limits.ledger import Standing
 from switchboard.limits.rules import Limit
 from switchboard.metering.pricing import Prices
 
-CHEAP = Prices(Decimal("1"), Decimal("2"), "catalog")  # per million tokens: 1000 and 2000 nano a token
-DEAR = Prices(Decimal("10"), Decimal("20"), "catalog")
-UNPRICED = Prices(None, None, None)
+CHEAP = Prices.of(Decimal("1"), Decimal("2"), "catalog")  # per million tokens: 1000 and 2000 nano a token
+DEAR = Prices.of(Decimal("10"), Decimal("20"), "catalog")
+UNPRICED = Prices.of(None, None, None)
 DEAR_MODEL, OTHER_MODEL = ("anthropic", "dear"), ("gemini", "other")
 
 

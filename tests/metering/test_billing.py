@@ -148,7 +148,13 @@ def test_summary_rows_and_totals_equal_the_sums_of_the_records(
     for r in records:
         bucket = expected[key(r)]
         bucket["requests"] += 1
-        for name in ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens"):
+        for name in (
+            "prompt_tokens",
+            "completion_tokens",
+            "cached_tokens",
+            "reasoning_tokens",
+            "cache_write_tokens",
+        ):
             bucket[name] += r[name]
         bucket["cost"] += int(r["cost"])
         bucket["unpriced_requests"] += 0 if r["priced"] else 1

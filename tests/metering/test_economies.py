@@ -177,6 +177,13 @@ def test_only_admins_create_or_change_economies(
         ({"price_overrides": {"gpt-4o": {"input_per_mtok": "1"}}}, "price_overrides"),
         ({"price_overrides": {"openai/gpt-4o": {"input_per_mtok": 1}}}, "price_overrides"),
         ({"price_overrides": {"openai/gpt-4o": {"input_per_mtok": "cheap"}}}, "price_overrides"),
+        # SPEC §20's price keys: each a non-negative decimal string; an unknown key is named.
+        ({"price_overrides": {"openai/gpt-4o": {"cache_read_per_mtok": "-0.1"}}}, "cache_read_per_mtok"),
+        ({"price_overrides": {"openai/gpt-4o": {"cache_write_1h_per_mtok": 6}}}, "cache_write_1h_per_mtok"),
+        ({"price_overrides": {"openai/gpt-4o": {"reasoning_per_mtok": "NaN"}}}, "reasoning_per_mtok"),
+        ({"price_overrides": {"openai/gpt-4o": {"cache_reads_per_mtok": "1"}}}, "cache_reads_per_mtok"),
+        ({"price_overrides": {"openai/gpt-4o": {"above_200k": {"output_per_mtok": "x"}}}}, "above_200k"),
+        ({"price_overrides": {"openai/gpt-4o": {"above_200k": {"above_200k": {}}}}}, "above_200k"),
         ({"surprise": True}, "surprise"),
     ],
 )

@@ -68,6 +68,7 @@ def test_the_0011_migration_splits_rollups_by_api_key_and_keeps_hours_whose_reco
         def down_and_up(connection: Connection) -> None:
             command.downgrade(alembic_config(connection), "0010")  # no API keys, no 5-minute rollups
             command.upgrade(alembic_config(connection), "0011")
+            command.upgrade(alembic_config(connection), "head")  # what the code reads today
 
         async with gateway.app.state.engine.begin() as connection:
             await connection.run_sync(down_and_up)

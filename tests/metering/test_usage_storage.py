@@ -64,6 +64,10 @@ def usage_row(user_id: uuid.UUID, **values: Any) -> dict[str, Any]:
         "usage_estimated": False,
         "api_key_id": None,
         "attempt": 1,
+        "cache_write_tokens": 0,
+        "cache_write_1h_tokens": 0,
+        "service_tier": None,
+        "prices": None,
     }
     row.update(values)
     return row

@@ -147,6 +147,24 @@ def test_known_calls_move_the_genai_and_gateway_families_by_exactly_their_amount
     assert moved.total("switchboard_fallbacks_total") == 0
 
 
+def test_the_token_classes_move_by_exactly_the_records_counts(
+    metered: Gateway, caller: Caller, fake_provider: Any
+) -> None:
+    """SPEC §20: cache reads, cache writes and reasoning are summed per economy beside the cost."""
+    before = scrape(metered)
+    fake_provider.enqueue(
+        "gpt-4o-mini", prompt_tokens=40, cached_tokens=24, completion_tokens=9, reasoning_tokens=5
+    )
+    caller.chat()
+    caller.chat()  # the fake's usual 11 and 7: no class apart
+    moved = scrape(metered).minus(before)
+    assert moved.value("switchboard_tokens_total", economy=DEFAULT_ECONOMY, **{"class": "cached"}) == 24
+    assert moved.value("switchboard_tokens_total", economy=DEFAULT_ECONOMY, **{"class": "reasoning"}) == 5
+    assert moved.total("switchboard_tokens_total") == 29
+    # 16 uncached and 24 cached tokens at the input price (the catalog states no cache price), 9 out.
+    assert moved.value("switchboard_cost_total", economy=DEFAULT_ECONOMY) == COST + 40 * 150 + 9 * 600
+
+
 def test_a_failed_call_is_observed_once_with_its_error_type(metered: Gateway, caller: Caller) -> None:
     model = f"broken-{uuid.uuid4().hex[:8]}"
     assert caller.post({"model": f"openai/{model}"}).status_code == 200  # answered once: labelled

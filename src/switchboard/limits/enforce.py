@@ -1,8 +1,8 @@
 """Reserve before the provider is called (SPEC §13): what a call may spend, its output cap, its headers.
 
 A call's worst case is held against every limit that applies to it: one request, its prompt (the
-request's text at four characters a token) plus its largest answer in tokens, and the cost of
-both. When a cost or tokens limit applies and the caller set no output cap, the gateway sets the
+upper bound llm/prompt_bound computes, every token uncached) plus its largest answer in tokens,
+and the cost of both. When a cost or tokens limit applies and the caller set no output cap, the gateway sets the
 largest one whose worst case fits. The hold is replaced by what the call actually used when its
 usage record is written (metering.writer, one transaction).
 """
@@ -24,7 +24,7 @@ from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing
 from switchboard.limits.postgres_reserve import reserve_in_one_statement
 from switchboard.limits.rules import Limit, openai_duration, resets_at, retry_after, seconds_until_fits
-from switchboard.metering.pricing import Prices, cost_nanos, largest_completion_within
+from switchboard.metering.pricing import Prices, largest_completion_within, worst_case_nanos
 
 log = logging.getLogger("switchboard.limits")
 
@@ -99,7 +99,7 @@ def _priced(prices: Prices | None, model_max: int) -> bool:
 def _cost(ask: Ask, completion: int, prices: Prices | None = None) -> int:
     prices = prices if prices is not None else ask.prices
     assert prices is not None
-    return cost_nanos(prices, ask.prompt_tokens, completion, ask.markup_bps) or 0
+    return worst_case_nanos(prices, ask.prompt_tokens, completion, ask.markup_bps) or 0
 
 
 def _largest_cost_fit(ask: Ask, remaining: int, upper: int) -> int:

@@ -34,6 +34,8 @@ def _cell(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, datetime):
         return value.isoformat()
+    if isinstance(value, dict):  # a record's `prices`, as the JSON text it is stored as
+        return orjson.dumps(value).decode()
     return str(value)
 
 

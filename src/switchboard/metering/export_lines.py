@@ -25,7 +25,7 @@ from typing import Any, Literal, NamedTuple
 import orjson
 
 # "line": text the database already wrote as it stands in the line (PostgreSQL's part of a line).
-Kind = Literal["uuid", "text", "time", "bool", "int", "int_text", "line"]
+Kind = Literal["uuid", "text", "time", "bool", "int", "int_text", "line", "json"]
 Source = Literal["sqlite", "postgresql"]
 Format = Literal["csv", "ndjson"]
 PageOf = Callable[[Sequence[Sequence[Any]]], bytes]
@@ -87,6 +87,8 @@ def _converter(kind: Kind, fmt: Format, source: Source = "sqlite") -> Callable[[
         return lambda value: "true" if value == "t" else "false"
     if kind == "text":
         return _json_text if json else _csv_text
+    if kind == "json":  # a JSON text the gateway wrote (a record's `prices`): as it is in a JSON line
+        return str if json else _csv_text
     if kind == "time":
         return (lambda stored: f'"{_time(stored, "Z")}"') if json else lambda stored: _time(stored, "+00:00")
     if kind == "bool":
@@ -184,7 +186,7 @@ def _quoted(name: str) -> str:
     return f'"{name}"'
 
 
-_MEMOS: dict[str, str] = {"uuid": "U", "text": "Q", "time": "T"}
+_MEMOS: dict[str, str] = {"uuid": "U", "text": "Q", "time": "T", "json": "J"}
 
 
 def _special(c: str, fmt: Format) -> str:
@@ -235,6 +237,7 @@ def page_function(columns: Sequence[Column], fmt: Format, source: Source) -> Exp
         "U": _Memo(_converter("uuid", fmt, source), {None: null}),  # null is remembered too
         "Q": _Memo(_converter("text", fmt, source), {None: null}),
         "T": _Memo(_converter("time", fmt, source), {None: null}),
+        "J": _Memo(_converter("json", fmt, source), {None: null}),
         "BN": {None: null, 0: "false", 1: "true"},
         "q": _csv_text,
         "j": _json_text,

@@ -48,7 +48,13 @@ _NUMBERS |= {"latency_ms", "ttft_ms"}
 _JSON_ARRAY = sqlite3.sqlite_version_info >= (3, 38, 0)
 
 
+# Columns holding a JSON text, written into a JSON line as they are (each read on its own).
+_JSON = frozenset({"prices"})
+
+
 def _reading(name: str, postgres: bool) -> str:
+    if name in _JSON:
+        return "single"
     if name in _DISTINCT or (postgres and name in _NUMBERS):
         return "distinct"
     if name in _NUMBERS or not (_JSON_ARRAY or postgres):
@@ -78,6 +84,8 @@ def _columns(fmt: Format, postgres: bool) -> list[Column]:
 
 
 def _kind(name: str) -> Kind:
+    if name in _JSON:
+        return "json"
     column_type = _TABLE.c[name].type
     if isinstance(column_type, Uuid):
         return "uuid"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from fastapi import FastAPI
@@ -10,6 +11,7 @@ from switchboard.config_file import ConfigError, locate
 from switchboard.db.write_transaction import WriteTransactions
 from switchboard.metering import retention
 from switchboard.metering.economies import check_config_economies, sync_config_economies
+from switchboard.metering.pricing import missing_cache_prices
 from switchboard.metering.resolution import register_default
 from switchboard.metering.spool import UsageSpool
 from switchboard.metering.writer import UsageWriter
@@ -40,11 +42,25 @@ async def startup(app: FastAPI) -> None:
         transactions=app.state.write_transactions,
     )
     writer.start()
+    await _warn_of_missing_cache_prices(settings)
     if outage.enabled:
         outage.on_recovery(writer.catch_up)
         await writer.catch_up()  # what a worker killed mid-outage left behind
     app.state.call_sink = writer
     retention.start(app, settings.usage_retention_days)
+
+
+async def _warn_of_missing_cache_prices(settings: Settings) -> None:
+    entries = {entry.key: entry for entry in settings.config.models}
+    # litellm's map is a file read once (~30 ms): off the event loop, as the price book reads it.
+    missing = await asyncio.to_thread(missing_cache_prices, entries)
+    if missing:
+        log.warning(
+            "the catalog prices %s without cache prices, which litellm's map has: their cache reads and "
+            "writes are billed at the input price (add cache_read_per_mtok, cache_write_per_mtok, "
+            "cache_write_1h_per_mtok)",
+            ", ".join(missing),
+        )
 
 
 async def shutdown(app: FastAPI) -> None:

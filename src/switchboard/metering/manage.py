@@ -45,7 +45,7 @@ def economy_out(economy: economies.Economy) -> EconomyOut:
         currency=economy.currency,
         markup_bps=economy.markup_bps,
         price_overrides={
-            key: PriceOverrideOut(input_per_mtok=value.input_per_mtok, output_per_mtok=value.output_per_mtok)
+            key: PriceOverrideOut.model_validate(value.model_dump())
             for key, value in economy.price_overrides.items()
         },
         budget=economy.budget,

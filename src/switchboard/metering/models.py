@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String, Uuid, false
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, Uuid, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from switchboard.db.base import Base
@@ -85,6 +85,11 @@ class UsageRecordRow(Base):
     api_key_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, nullable=True)
     # 1, 2, … for the attempts of one call (SPEC §14: each is a record sharing the request_id).
     attempt: Mapped[int] = mapped_column(Integer, server_default="1", default=1)
+    # SPEC §20's token classes and the prices applied to each (a JSON map class -> per-million price).
+    cache_write_tokens: Mapped[int] = mapped_column(Integer, server_default="0", default=0)
+    cache_write_1h_tokens: Mapped[int] = mapped_column(Integer, server_default="0", default=0)
+    service_tier: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    prices: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     __table_args__ = (
         Index("ix_usage_records_economy_time", "economy_id", "occurred_at", "id"),
@@ -114,6 +119,7 @@ class _RollupColumns:
     reasoning_tokens: Mapped[int] = mapped_column(BigInteger)
     cost: Mapped[int] = mapped_column(BigInteger)
     unpriced_requests: Mapped[int] = mapped_column(BigInteger)
+    cache_write_tokens: Mapped[int] = mapped_column(BigInteger, server_default="0", default=0)
 
     # SQLite: the rows live in their primary key's B-tree, so that an upsert writes one tree, not two.
     __table_args__: Any = {"sqlite_with_rowid": False}

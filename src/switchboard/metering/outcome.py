@@ -50,6 +50,10 @@ class CallOutcome:
     usage_estimated: bool = False
     api_key_id: uuid.UUID | None = None
     attempt: int = 1  # which of the call's attempts this record is (SPEC §14)
+    # SPEC §20: cache writes (of them, one-hour writes) and the tier the answer was served at.
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    service_tier: str | None = None
 
 
 @dataclass(frozen=True)

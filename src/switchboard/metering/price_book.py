@@ -20,7 +20,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from switchboard.config_file import ModelEntry
 from switchboard.metering.economies import Economy, economies_by_id
-from switchboard.metering.pricing import Prices, compute_cost, find_prices, litellm_lookup, needs_litellm
+from switchboard.metering.pricing import (
+    PRICED_SERVICE_TIERS,
+    Counts,
+    Prices,
+    compute_cost,
+    find_prices,
+    litellm_lookup,
+    needs_litellm,
+)
 from switchboard.metering.resolution import cache_generation
 
 # Economy manifests (markup, price overrides) are re-read at most this often: a batch of one call
@@ -39,13 +47,18 @@ class Priced(Protocol):
     def provider(self) -> str: ...
     @property
     def model(self) -> str: ...
+    @property
+    def service_tier(self) -> str | None: ...
 
 
-class Tokens(Priced, Protocol):
-    @property
-    def prompt_tokens(self) -> int: ...
-    @property
-    def completion_tokens(self) -> int: ...
+class Tokens(Priced, Counts, Protocol):
+    pass
+
+
+def priced_tier(record: Priced) -> str | None:
+    """The record's service tier where it has prices of its own (litellm's map), else None."""
+    tier = record.service_tier
+    return tier if tier in PRICED_SERVICE_TIERS else None
 
 
 class PriceBook:
@@ -58,10 +71,11 @@ class PriceBook:
         self._sessionmaker = sessionmaker
         self._engine = engine
         self._catalog = dict(catalog)
-        self._litellm: dict[tuple[str, str], Prices] = {}
+        self._litellm: dict[tuple[str, str, str | None], Prices] = {}
         self._economies: dict[uuid.UUID, Economy] = {}
-        # Prices per (economy, provider, model): overrides over catalog over litellm, resolved once.
-        self._prices: dict[tuple[uuid.UUID, str, str], Prices] = {}
+        # Prices per (economy, provider, model, priced service tier): the first source that prices
+        # the model of overrides, catalog and litellm, resolved once.
+        self._prices: dict[tuple[uuid.UUID, str, str, str | None], Prices] = {}
         self._until = 0.0
         self._generation = -1
 
@@ -86,18 +100,19 @@ class PriceBook:
 
     def kept(self, record: Priced) -> Prices | None:
         """The prices already resolved for this record's economy and model (no await: per record)."""
-        return self._prices.get((record.economy_id, record.provider, record.model))
+        return self._prices.get((record.economy_id, record.provider, record.model, priced_tier(record)))
 
     async def prices(self, record: Priced, economy: Economy | None) -> Prices:
-        """Each side from the economy's override, the catalog or litellm's map, kept with the economy."""
-        key = (record.economy_id, record.provider, record.model)
+        """From the economy's override, the catalog or litellm's map, kept with the economy."""
+        tier = priced_tier(record)
+        key = (record.economy_id, record.provider, record.model, tier)
         prices = self._prices.get(key)
         if prices is not None:
             return prices
         overrides = economy.price_overrides if economy is not None else {}
         prices = find_prices(record.provider, record.model, overrides, self._catalog)
         if needs_litellm(prices):
-            litellm = await self._litellm_prices(record.provider, record.model)
+            litellm = await self._litellm_prices(record.provider, record.model, tier)
             prices = find_prices(record.provider, record.model, overrides, self._catalog, litellm)
         if len(self._prices) >= MAX_LOOKUPS:
             self._prices.clear()  # callers can name any model; keep the cache bounded
@@ -111,15 +126,15 @@ class PriceBook:
         if economy is None:
             return None
         prices = await self.prices(record, economy)  # the catalog and litellm's map need no database
-        cost = compute_cost(prices, record.prompt_tokens, record.completion_tokens, economy.markup_bps)
+        cost = compute_cost(prices, record, economy.markup_bps)
         return cost.nanos if cost.nanos <= MAX_COST else 0
 
-    async def _litellm_prices(self, provider: str, model: str) -> Prices:
-        """litellm's cost map is consulted off the event loop (its first import is slow), once per model."""
-        key = (provider, model)
+    async def _litellm_prices(self, provider: str, model: str, tier: str | None) -> Prices:
+        """litellm's cost map is consulted off the event loop (its first read is slow), once per model."""
+        key = (provider, model, tier)
         found = self._litellm.get(key)
         if found is None:
             if len(self._litellm) >= MAX_LOOKUPS:
                 self._litellm.clear()
-            found = self._litellm[key] = await asyncio.to_thread(litellm_lookup, provider, model)
+            found = self._litellm[key] = await asyncio.to_thread(litellm_lookup, provider, model, tier)
         return found

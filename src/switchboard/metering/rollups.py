@@ -45,7 +45,14 @@ TIERS = ((FIVE_MINUTES, "5min"), (ROLLUPS, "hour"), (DAILY, "day"))
 # What a rollup row is the sum for: one period of one economy, per user, room, agent, model, status
 # and API key (limits on an API key start from the rollups too).
 KEY = ("economy_id", "hour", "user_id", "room_id", "agent_id", "provider", "model", "status", "api_key_id")
-SUMS = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "cost")
+SUMS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+    "cost",
+    "cache_write_tokens",
+)
 MEASURES = ("requests", *SUMS, "unpriced_requests")
 NO_ROOM = uuid.UUID(int=0)
 NO_AGENT = ""

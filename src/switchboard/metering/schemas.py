@@ -5,18 +5,21 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     StrictInt,
     StringConstraints,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
+from switchboard.config_file import PRICE_KEYS
 from switchboard.metering.economies import AMOUNT_PATTERN, as_uuid
 from switchboard.upstream import providers
 
@@ -35,22 +38,33 @@ class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class PriceOverrideIn(_Input):
+def _price(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        parsed = Decimal(value)
+    except InvalidOperation:
+        raise ValueError('a price is a decimal string such as "0.15"') from None
+    if not parsed.is_finite() or parsed < 0:
+        raise ValueError("a price is a finite decimal >= 0")
+    return value
+
+
+class PriceTierIn(_Input):
+    """SPEC §20's price keys: per-million prices of each token class, as decimal strings."""
+
     input_per_mtok: PriceText | None = None
     output_per_mtok: PriceText | None = None
+    cache_read_per_mtok: PriceText | None = None
+    cache_write_per_mtok: PriceText | None = None
+    cache_write_1h_per_mtok: PriceText | None = None
+    reasoning_per_mtok: PriceText | None = None
 
-    @field_validator("input_per_mtok", "output_per_mtok")
-    @classmethod
-    def _decimal(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            parsed = Decimal(value)
-        except InvalidOperation:
-            raise ValueError('a price is a decimal string such as "0.15"') from None
-        if not parsed.is_finite() or parsed < 0:
-            raise ValueError("a price is a finite decimal >= 0")
-        return value
+    _decimal = field_validator(*PRICE_KEYS)(_price)
+
+
+class PriceOverrideIn(PriceTierIn):
+    above_200k: PriceTierIn | None = None
 
 
 def _check_override_keys(value: dict[str, PriceOverrideIn] | None) -> dict[str, PriceOverrideIn] | None:
@@ -99,9 +113,27 @@ class EconomyUpdate(_Input):
         return self
 
 
-class PriceOverrideOut(BaseModel):
+class PriceTierOut(BaseModel):
+    """Input and output always (null when not stated); the other classes' keys only when stated."""
+
     input_per_mtok: str | None
     output_per_mtok: str | None
+    cache_read_per_mtok: str | None = None
+    cache_write_per_mtok: str | None = None
+    cache_write_1h_per_mtok: str | None = None
+    reasoning_per_mtok: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _stated_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        return {k: v for k, v in dumped.items() if v is not None or k in _ALWAYS_SHOWN}
+
+
+_ALWAYS_SHOWN = frozenset({"input_per_mtok", "output_per_mtok"})
+
+
+class PriceOverrideOut(PriceTierOut):
+    above_200k: PriceTierOut | None = None
 
 
 class EconomyOut(BaseModel):
@@ -178,6 +210,13 @@ class UsageRecordOut(BaseModel):
     )
     attempt: int = Field(
         default=1, description="which attempt of the call this is (1, 2, …); attempts share request_id"
+    )
+    # SPEC §20's token classes, after every earlier field (so the export's new columns come last).
+    cache_write_tokens: int = Field(default=0, description="input tokens written to the provider's cache")
+    cache_write_1h_tokens: int = Field(default=0, description="of cache_write_tokens, those kept for an hour")
+    service_tier: str | None = Field(default=None, description="the service tier the answer names")
+    prices: dict[str, str] | None = Field(
+        default=None, description="the per-million price applied to each token class (class -> price)"
     )
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import ColumnElement, and_, case, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -15,7 +16,14 @@ from switchboard.kit.pagination import decode_cursor, encode_cursor
 from switchboard.metering.models import UsageRecordRow as R
 from switchboard.metering.schemas import GroupBy, SummaryOut, SummaryValue, UsageRecordOut
 
-SUMMED = ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "cost")
+SUMMED = (
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+    "cost",
+    "cache_write_tokens",
+)
 Key = tuple[datetime, uuid.UUID]
 
 
@@ -72,6 +80,8 @@ async def records_after(session: AsyncSession, usage: UsageFilter, after: Key | 
 def record_out(row: R) -> UsageRecordOut:
     values: dict[str, Any] = {name: getattr(row, name) for name in UsageRecordOut.model_fields}
     values["cost"] = str(row.cost)
+    if row.prices is not None:
+        values["prices"] = orjson.loads(row.prices)
     return UsageRecordOut.model_validate(values)
 
 

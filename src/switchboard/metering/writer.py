@@ -52,6 +52,7 @@ _COLUMNS = (
     "output_per_mtok",
     "markup_bps",
     "price_source",
+    "prices",
 )
 _COST_INDEX = _COLUMNS.index("cost")
 
@@ -72,6 +73,7 @@ class _PriceProbe:
     economy_id: uuid.UUID
     provider: str
     model: str
+    service_tier: str | None = None  # a reservation is priced at the default tier
 
 
 def _actual(metric: str, outcome: CallOutcome, cost: int) -> int:
@@ -456,7 +458,7 @@ class UsageWriter:
     def _row(self, pending: _Pending, prices: Prices, markup: int) -> tuple[object, ...]:
         """The record's values in `_COLUMNS` order."""
         outcome = pending.outcome
-        cost = compute_cost(prices, outcome.prompt_tokens, outcome.completion_tokens, markup)
+        cost = compute_cost(prices, outcome, markup)
         if cost.nanos > MAX_COST:
             # Absurd prices: storing the record (flagged unpriced) beats losing it to a column overflow.
             log.warning("cost of record %s exceeds the cost column; stored unpriced", pending.record_id)
@@ -471,4 +473,5 @@ class UsageWriter:
             cost.output_per_mtok,
             cost.markup_bps,
             cost.source,
+            cost.prices,
         )

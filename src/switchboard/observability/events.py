@@ -120,6 +120,17 @@ def stream_closed(state: Any) -> None:
         metrics.streams.dec()
 
 
+def _count_classes(metrics: Metrics, outcome: CallOutcome) -> None:
+    economy = str(outcome.economy_id)
+    for token_class, count in (
+        ("cached", outcome.cached_tokens),
+        ("cache_write", outcome.cache_write_tokens),
+        ("reasoning", outcome.reasoning_tokens),
+    ):
+        if count:
+            metrics.tokens_of(economy, token_class).inc(count)
+
+
 def call_settled(state: Any, call: PreparedCall, outcome: CallOutcome, cost: int | None) -> None:
     """Every call's one ending: its duration, tokens and cost; its figures for the access record."""
     error_type = error_type_of(outcome)
@@ -142,6 +153,8 @@ def call_settled(state: Any, call: PreparedCall, outcome: CallOutcome, cost: int
             series.output_tokens.observe(outcome.completion_tokens)
         if cost:
             metrics.cost_of(str(outcome.economy_id)).inc(cost)
+        if outcome.cached_tokens or outcome.cache_write_tokens or outcome.reasoning_tokens:
+            _count_classes(metrics, outcome)
     request = CURRENT.get()
     if request is not None:
         request.model = outcome.model

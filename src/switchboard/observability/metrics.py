@@ -84,6 +84,13 @@ class Metrics:
             ("economy",),
             registry=registry,
         )
+        # SPEC §20: the token classes priced apart, summed per economy beside the cost.
+        self.token_classes = Counter(
+            "switchboard_tokens",
+            "Tokens of metered calls by class (cached: cache reads, cache_write, reasoning), per economy.",
+            ("economy", "class"),
+            registry=registry,
+        )
         self.upstream_errors = Counter(
             "switchboard_upstream_errors",
             "Failed provider attempts by provider and error kind.",
@@ -123,6 +130,7 @@ class Metrics:
         self._unlisted = 0  # of those, the ones the catalog does not list
         self._requests: dict[tuple[str, int], Counter] = {}
         self._costs: dict[str, Counter] = {}
+        self._classes: dict[tuple[str, str], Counter] = {}
         self._errors: dict[tuple[str, str], Counter] = {}
 
     def series(
@@ -166,6 +174,13 @@ class Metrics:
         child = self._costs.get(economy)
         if child is None:
             child = self._costs[economy] = self.cost.labels(economy)
+        return child
+
+    def tokens_of(self, economy: str, token_class: str) -> Counter:
+        key = (economy, token_class)
+        child = self._classes.get(key)
+        if child is None:
+            child = self._classes[key] = self.token_classes.labels(economy, token_class)
         return child
 
     def upstream_error(self, provider: str, kind: str) -> None:

@@ -36,8 +36,8 @@ def stop_reason(finish_reason: object, called_tools: bool) -> str:
 def anthropic_usage(usage: Usage) -> dict[str, int]:
     """The gateway's usage as Anthropic's (whose input_tokens excludes what was read from cache)."""
     return {
-        "input_tokens": max(usage.prompt_tokens - usage.cached_tokens, 0),
-        "cache_creation_input_tokens": 0,
+        "input_tokens": max(usage.prompt_tokens - usage.cached_tokens - usage.cache_write_tokens, 0),
+        "cache_creation_input_tokens": usage.cache_write_tokens,
         "cache_read_input_tokens": usage.cached_tokens,
         "output_tokens": usage.completion_tokens,
     }

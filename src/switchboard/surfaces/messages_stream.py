@@ -19,6 +19,7 @@ from switchboard.errors import SwitchboardError, UpstreamFailed
 from switchboard.surfaces.messages_reply import anthropic_usage, stop_reason
 from switchboard.surfaces.stream import SurfaceStream
 from switchboard.upstream.types import StreamEvent, UpstreamStream, Usage
+from switchboard.upstream.usage_openai import openai_usage
 
 MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
 
@@ -98,7 +99,7 @@ class MessagesStream(SurfaceStream):
             self._stop = stop_reason(choice["finish_reason"], bool(self._tools))
             out += self._close()
         if isinstance(payload.get("usage"), dict):
-            self._counted = Usage.from_openai(payload["usage"])
+            self._counted = openai_usage(payload["usage"], payload.get("service_tier"))
             if self._stop is not None:
                 out += self._message_delta()
         return out

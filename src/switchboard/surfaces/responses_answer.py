@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from switchboard.upstream.types import UpstreamReply, Usage
+from switchboard.upstream.usage_openai import openai_usage
 
 # Chat's finish reasons that cut an answer short, as the Responses API names the cut.
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
@@ -27,9 +28,11 @@ def usage_object(usage: Usage | None) -> dict[str, Any] | None:
         return None
     return {
         "input_tokens": usage.prompt_tokens,
-        # Cache writes are counted in the input but not apart (Usage has no field for them); the
-        # openai SDK's models require the field, and the Agents SDK validates it.
-        "input_tokens_details": {"cached_tokens": usage.cached_tokens, "cache_write_tokens": 0},
+        # The openai SDK's models require `cache_write_tokens`, and the Agents SDK validates it.
+        "input_tokens_details": {
+            "cached_tokens": usage.cached_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+        },
         "output_tokens": usage.completion_tokens,
         "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         "total_tokens": usage.prompt_tokens + usage.completion_tokens,
@@ -166,6 +169,6 @@ def response_reply(reply: UpstreamReply, request: dict[str, Any]) -> UpstreamRep
     output = output_items(frame, choice.get("message") or {}, status)
     usage = reply.usage
     if usage is None and isinstance(chat.get("usage"), dict):
-        usage = Usage.from_openai(chat["usage"])
+        usage = openai_usage(chat["usage"], chat.get("service_tier"))
     answer = frame.response(status, output, usage, incomplete, chat.get("model"))
     return UpstreamReply(body=orjson.dumps(answer), usage=reply.usage, status=reply.status)

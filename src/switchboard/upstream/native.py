@@ -20,35 +20,36 @@ from switchboard.observability import events as telemetry
 from switchboard.observability import tracing
 from switchboard.upstream import endpoints, provider_errors, relay_exchange
 from switchboard.upstream.adapters.anthropic_stream import ERROR_STATUS
+from switchboard.upstream.adapters.anthropic_usage import usage as anthropic_reader
 from switchboard.upstream.connection_pool import ProviderConnections
 from switchboard.upstream.endpoints import Endpoint
 from switchboard.upstream.provider_stream import ProviderStream
 from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget, Usage
+from switchboard.upstream.usage_openai import openai_usage
 
 ENDPOINT_CACHE_SIZE = 1024
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 
-def anthropic_usage(raw: Any) -> Usage:
-    """Anthropic's usage in the gateway's terms: the prompt counts cache reads and writes too."""
-    cached = int(raw.get("cache_read_input_tokens") or 0)
-    created = int(raw.get("cache_creation_input_tokens") or 0)
-    return Usage(
-        prompt_tokens=int(raw.get("input_tokens") or 0) + cached + created,
-        completion_tokens=int(raw.get("output_tokens") or 0),
-        cached_tokens=cached,
-    )
+def anthropic_answer_usage(answer: dict[str, Any]) -> Usage | None:
+    """A Messages answer's usage, read by Anthropic's one reader with the answer's thinking text."""
+    raw = answer.get("usage")
+    if not isinstance(raw, dict):
+        return None
+    blocks = answer.get("content")
+    thinking = [
+        block["thinking"]
+        for block in (blocks if isinstance(blocks, list) else ())
+        if isinstance(block, dict)
+        and block.get("type") == "thinking"
+        and isinstance(block.get("thinking"), str)
+    ]
+    return anthropic_reader(raw, "".join(thinking) or None)
 
 
-def responses_usage(raw: Any) -> Usage:
-    prompt_details = raw.get("input_tokens_details") or {}
-    output_details = raw.get("output_tokens_details") or {}
-    return Usage(
-        prompt_tokens=int(raw.get("input_tokens") or 0),
-        completion_tokens=int(raw.get("output_tokens") or 0),
-        cached_tokens=int(prompt_details.get("cached_tokens") or 0),
-        reasoning_tokens=int(output_details.get("reasoning_tokens") or 0),
-    )
+def responses_answer_usage(answer: dict[str, Any]) -> Usage | None:
+    raw = answer.get("usage")
+    return openai_usage(raw, answer.get("service_tier")) if isinstance(raw, dict) else None
 
 
 def _answer(data: bytes) -> dict[str, Any]:
@@ -81,13 +82,17 @@ class _RelayedEvents:
     """The provider's events as they came (each with its blank line), the usage read on the way, up to
     the provider's error event, which is not returned: it is the failure's `provider_event`."""
 
-    __slots__ = ("_buffer", "_read", "done", "failure", "usage")
+    __slots__ = ("_buffer", "_read", "done", "failure", "raw_usage", "thinking", "usage")
 
     def __init__(self, read: Callable[[_RelayedEvents, dict[str, Any]], None]) -> None:
         self._buffer = b""
         self._read = read
         self.done = False
         self.usage: Usage | None = None
+        # Anthropic: the usage merged over the stream's events and the thinking text, as the anthropic
+        # adapter keeps them, so that both surfaces meter one answer alike.
+        self.raw_usage: dict[str, Any] = {}
+        self.thinking: list[str] = []
         # The provider's error event: raised once the events before it have gone out, so that the
         # call ends as failed; nothing after it is read.
         self.failure: SwitchboardError | None = None
@@ -116,7 +121,7 @@ class _RelayedEvents:
 
     def _event(self, raw: bytes, events: list[StreamEvent]) -> None:
         # Only the few events that carry usage or an error are parsed; text deltas pass untouched.
-        if b"usage" in raw or b"error" in raw:
+        if b"usage" in raw or b"error" in raw or b"thinking_delta" in raw:
             lines = [line[5:] for line in raw.splitlines() if line.startswith(b"data:")]
             try:
                 payload = orjson.loads(b"\n".join(lines)) if lines else None
@@ -141,10 +146,17 @@ def _named_error(raw: bytes) -> bool:
 
 def _read_anthropic(events: _RelayedEvents, payload: dict[str, Any]) -> None:
     kind = payload.get("type")
-    if kind == "message_start":
+    if kind == "content_block_delta":
+        delta = payload.get("delta")
+        if isinstance(delta, dict) and delta.get("type") == "thinking_delta":
+            thinking = delta.get("thinking")
+            if isinstance(thinking, str) and thinking:
+                events.thinking.append(thinking)
+    elif kind == "message_start":
         usage = (payload.get("message") or {}).get("usage")
         if isinstance(usage, dict):
-            events.usage = anthropic_usage(usage)
+            events.raw_usage.update(usage)
+            events.usage = anthropic_reader(events.raw_usage, None)  # known so far
     elif kind == "error":
         # Mapped as the anthropic adapter maps a mid-stream error (adapters/anthropic_stream.py).
         error = payload.get("error")
@@ -153,16 +165,9 @@ def _read_anthropic(events: _RelayedEvents, payload: dict[str, Any]) -> None:
     elif kind == "message_delta" and isinstance(payload.get("usage"), dict):
         if tracing.ON and isinstance(payload.get("delta"), dict):
             telemetry.answer_finished(_anthropic_reasons(payload["delta"]))
-        start = events.usage or Usage()
-        delta = payload["usage"]
-        # message_delta's usage is cumulative; input counts appear there only on some models.
-        events.usage = Usage(
-            prompt_tokens=anthropic_usage(delta).prompt_tokens
-            if "input_tokens" in delta
-            else start.prompt_tokens,
-            completion_tokens=int(delta.get("output_tokens") or 0),
-            cached_tokens=start.cached_tokens,
-        )
+        # message_delta's usage is cumulative but may leave out what message_start said.
+        events.raw_usage.update(payload["usage"])
+        events.usage = anthropic_reader(events.raw_usage, "".join(events.thinking) or None)
 
 
 def _read_responses(events: _RelayedEvents, payload: dict[str, Any]) -> None:
@@ -171,7 +176,7 @@ def _read_responses(events: _RelayedEvents, payload: dict[str, Any]) -> None:
         response = payload.get("response") or {}
         usage = response.get("usage")
         if isinstance(usage, dict):
-            events.usage = responses_usage(usage)
+            events.usage = openai_usage(usage, response.get("service_tier"))
         if tracing.ON and isinstance(response, dict):
             telemetry.answer_finished(_responses_reasons(response))
         if kind == "response.failed":
@@ -186,7 +191,7 @@ class NativeFormat(NamedTuple):
     default_base_url: str
     path: str
     auth_header: str
-    usage: Callable[[Any], Usage]  # of the answer's `usage` object
+    usage: Callable[[dict[str, Any]], Usage | None]  # of the whole answer, by the provider's one reader
     reasons: Callable[[dict[str, Any]], list[str]]  # of the whole answer
     read_event: Callable[[_RelayedEvents, dict[str, Any]], None]
 
@@ -195,7 +200,7 @@ ANTHROPIC_MESSAGES = NativeFormat(
     "https://api.anthropic.com",
     "/v1/messages",
     "x-api-key",
-    anthropic_usage,
+    anthropic_answer_usage,
     _anthropic_reasons,
     _read_anthropic,
 )
@@ -204,7 +209,7 @@ ANTHROPIC_COUNT_TOKENS = NativeFormat(
     "https://api.anthropic.com",
     "/v1/messages/count_tokens",
     "x-api-key",
-    anthropic_usage,
+    anthropic_answer_usage,
     _anthropic_reasons,
     _read_anthropic,
 )
@@ -212,7 +217,7 @@ OPENAI_RESPONSES = NativeFormat(
     "https://api.openai.com/v1",
     "/responses",
     "authorization",
-    responses_usage,
+    responses_answer_usage,
     _responses_reasons,
     _read_responses,
 )
@@ -260,8 +265,7 @@ class NativeRelay:
         answer = _answer(data)
         if tracing.ON:
             telemetry.answer_finished(wire.reasons(answer))
-        usage = answer.get("usage")
-        return UpstreamReply(body=data, usage=wire.usage(usage) if isinstance(usage, dict) else None)
+        return UpstreamReply(body=data, usage=wire.usage(answer))
 
     def stream(
         self, target: UpstreamTarget, wire: NativeFormat, body: dict[str, Any], headers: bytes = b""

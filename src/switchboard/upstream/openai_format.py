@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from switchboard.upstream.types import StreamEvent, Usage
+from switchboard.upstream.usage_openai import openai_usage
 
 # What an OpenAI message or delta carries; litellm's extras (provider_specific_fields,
 # thinking_blocks, vertex_ai_* metadata, …) stay behind.
@@ -32,13 +33,13 @@ def _message(raw: dict[str, Any], *, complete: bool) -> dict[str, Any]:
     return out
 
 
-def _usage(raw: object) -> Usage | None:
-    return Usage.from_openai(raw) if isinstance(raw, dict) else None
+def _usage(raw: object, service_tier: object = None) -> Usage | None:
+    return openai_usage(raw, service_tier) if isinstance(raw, dict) else None
 
 
 def completion_body(result: Any) -> tuple[Usage | None, bytes]:
     dump = result.model_dump()
-    usage = _usage(dump.get("usage"))
+    usage = _usage(dump.get("usage"), dump.get("service_tier"))
     body: dict[str, Any] = {
         "id": dump.get("id"),
         "object": "chat.completion",
@@ -91,7 +92,7 @@ def chunk_events(chunk: Any, stream_id: str | None = None) -> tuple[Usage | None
     ]
     live = [choice for choice in choices if choice["delta"] or choice["finish_reason"]]
     events = [StreamEvent(_sse({**base, "choices": live}))] if live else []
-    usage = _usage(dump.get("usage"))
+    usage = _usage(dump.get("usage"), dump.get("service_tier"))
     if usage is not None:
         events.append(
             StreamEvent(_sse({**base, "choices": [], "usage": usage.to_openai()}), is_usage_only=True)

@@ -13,6 +13,7 @@ from switchboard.upstream.endpoints import Endpoint
 from switchboard.upstream.provider_stream import ProviderStream
 from switchboard.upstream.sse import EventSplitter
 from switchboard.upstream.types import UpstreamReply, UpstreamStream, UpstreamTarget, Usage
+from switchboard.upstream.usage_openai import openai_usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ENDPOINT_CACHE_SIZE = 1024  # parsed endpoints kept (one per credential base_url and path)
@@ -87,4 +88,4 @@ def _usage_of(data: bytes) -> Usage | None:
     if "error" in payload:
         raise UpstreamFailed("the provider answered 200 with an error in the body")
     usage = payload.get("usage")
-    return Usage.from_openai(usage) if isinstance(usage, dict) else None
+    return openai_usage(usage, payload.get("service_tier")) if isinstance(usage, dict) else None

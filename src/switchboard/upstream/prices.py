@@ -1,4 +1,5 @@
-"""Prices from litellm's cost map, per million tokens, for models the catalog does not price."""
+"""Prices from litellm's cost map, per million tokens and per token class, for models neither the
+economy nor the catalog prices."""
 
 from __future__ import annotations
 
@@ -41,21 +42,92 @@ def _per_million(per_token: object) -> Decimal | None:
     return value.quantize(Decimal(1)) if value == value.to_integral_value() else value.normalize()
 
 
-def litellm_prices(provider: str, model: str) -> tuple[Decimal, Decimal] | None:
-    """(input, output) in currency units per million tokens, or None when litellm does not know it."""
+# The key suffix of the service tiers litellm's map prices apart (SPEC §20).
+SERVICE_TIER_SUFFIXES = {"flex": "_flex", "priority": "_priority", "batch": "_batches"}
+ABOVE_200K = "_above_200k_tokens"
+PriceTable = dict[str, Decimal | None]
+
+
+def _entry(provider: str, model: str) -> dict[str, Any] | None:
     cost_map = _cost_map()
     for key in (f"{provider}/{model}", model):
         entry = cost_map.get(key)
-        if not isinstance(entry, dict) or entry.get("litellm_provider") != provider:
-            continue
-        prices = (
-            _per_million(entry.get("input_cost_per_token")),
-            _per_million(entry.get("output_cost_per_token")),
-        )
-        if prices[0] is None and prices[1] is None:
-            return None
-        return prices[0] or Decimal(0), prices[1] or Decimal(0)
+        if isinstance(entry, dict) and entry.get("litellm_provider") == provider:
+            return entry
     return None
+
+
+def litellm_price_table(
+    provider: str, model: str, service_tier: str | None = None
+) -> tuple[PriceTable, PriceTable | None] | None:
+    """The model's per-million prices by SPEC §20's price keys, base tier and above 200k, as litellm's
+    own cost function reads its map: a service tier's key where the map has one, else the standard
+    key; a long-context key left out takes the class's base price; an hour's cache write left out
+    takes the cache write price; a reasoning price only where the map states one. None: unknown."""
+    entry = _entry(provider, model)
+    if entry is None:
+        return None
+    suffix = SERVICE_TIER_SUFFIXES.get(service_tier or "", "")
+
+    def rate(key: str, default: Decimal | None = None) -> Decimal | None:
+        found = _per_million(entry.get(key + suffix)) if suffix else None
+        found = found if found is not None else _per_million(entry.get(key))
+        return default if found is None else found
+
+    inp, out = rate("input_cost_per_token"), rate("output_cost_per_token")
+    if inp is None and out is None:
+        return None
+    inp, out = inp or Decimal(0), out or Decimal(0)
+    write = rate("cache_creation_input_token_cost")
+    write_1h = _per_million(entry.get("cache_creation_input_token_cost_above_1hr"))
+    # litellm's batch path prices every cache write at the batch write price: the map has no batch
+    # price for one-hour writes.
+    batch = suffix == SERVICE_TIER_SUFFIXES["batch"]
+    write_1h = None if batch else write_1h
+    read = rate("cache_read_input_token_cost")
+    reasoning = _per_million(entry.get("output_cost_per_reasoning_token" + suffix)) if suffix else None
+    if reasoning is None and not (suffix and entry.get("output_cost_per_token" + suffix) is not None):
+        reasoning = _per_million(entry.get("output_cost_per_reasoning_token"))
+    base: PriceTable = {
+        "input_per_mtok": inp,
+        "output_per_mtok": out,
+        "cache_read_per_mtok": read,
+        "cache_write_per_mtok": write,
+        "cache_write_1h_per_mtok": write_1h if write_1h is not None else write,
+        "reasoning_per_mtok": reasoning,
+    }
+    if rate("input_cost_per_token" + ABOVE_200K) is None:
+        return base, None
+    tier_write = rate("cache_creation_input_token_cost" + ABOVE_200K, write)
+    tier_write_1h = (
+        None if batch else rate("cache_creation_input_token_cost_above_1hr" + ABOVE_200K, write_1h)
+    )
+    above: PriceTable = {
+        "input_per_mtok": rate("input_cost_per_token" + ABOVE_200K, inp),
+        "output_per_mtok": rate("output_cost_per_token" + ABOVE_200K, out),
+        "cache_read_per_mtok": rate("cache_read_input_token_cost" + ABOVE_200K, read),
+        "cache_write_per_mtok": tier_write,
+        "cache_write_1h_per_mtok": tier_write_1h if tier_write_1h is not None else tier_write,
+        "reasoning_per_mtok": reasoning,
+    }
+    return base, above
+
+
+def litellm_prices(provider: str, model: str) -> tuple[Decimal, Decimal] | None:
+    """(input, output) in currency units per million tokens, or None when litellm does not know it."""
+    table = litellm_price_table(provider, model)
+    if table is None:
+        return None
+    return table[0]["input_per_mtok"] or Decimal(0), table[0]["output_per_mtok"] or Decimal(0)
+
+
+def litellm_knows_cache_prices(provider: str, model: str) -> bool:
+    """Whether litellm's map states a cache read or write price for the model (the start-up warning)."""
+    entry = _entry(provider, model)
+    return entry is not None and any(
+        entry.get(key) is not None
+        for key in ("cache_read_input_token_cost", "cache_creation_input_token_cost")
+    )
 
 
 def litellm_max_output(provider: str, model: str) -> int | None:

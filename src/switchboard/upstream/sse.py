@@ -9,6 +9,7 @@ import orjson
 from switchboard.errors import SwitchboardError
 from switchboard.upstream import provider_errors
 from switchboard.upstream.types import StreamEvent, Usage
+from switchboard.upstream.usage_openai import openai_usage
 
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _NULL_USAGE = (b'"usage":null', b'"usage": null')
@@ -107,7 +108,7 @@ class EventSplitter:
             payload = _payload(body)
             if isinstance(payload, dict) and payload.get("error"):
                 if isinstance(payload.get("usage"), dict):  # what the provider counted before failing
-                    self.usage = Usage.from_openai(payload["usage"])
+                    self.usage = openai_usage(payload["usage"], payload.get("service_tier"))
                 self.failure = provider_errors.in_stream(payload["error"])
                 self.failure.provider_event = raw
                 self.done = True  # nothing after it reaches the client
@@ -124,7 +125,7 @@ class EventSplitter:
             self.malformed = self.malformed or payload is None
             events.append(StreamEvent(raw))
             return
-        self.usage = Usage.from_openai(payload["usage"])
+        self.usage = openai_usage(payload["usage"], payload.get("service_tier"))
         events.append(StreamEvent(raw, payload.get("choices") == []))
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -31,22 +30,17 @@ class UpstreamTarget:
 
 @dataclass(frozen=True)
 class Usage:
+    """A provider's usage in token classes (SPEC §20): `prompt_tokens` is all input (cache reads and
+    writes included), `completion_tokens` all output (reasoning included); `cache_write_1h_tokens`
+    is the part of `cache_write_tokens` written for an hour."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
     reasoning_tokens: int = 0
-
-    @classmethod
-    def from_openai(cls, usage: Mapping[str, Any]) -> Usage:
-        """From an OpenAI-format `usage` object (extra fields ignored, nulls read as 0)."""
-        prompt_details = usage.get("prompt_tokens_details") or {}
-        completion_details = usage.get("completion_tokens_details") or {}
-        return cls(
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            cached_tokens=int(prompt_details.get("cached_tokens") or 0),
-            reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
-        )
+    cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    service_tier: str | None = None
 
     def to_openai(self) -> dict[str, Any]:
         return {

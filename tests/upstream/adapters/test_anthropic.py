@@ -451,7 +451,7 @@ def test_an_answer_is_an_openai_completion_with_anthropics_id_and_prompt_usage_i
             "finish_reason": "stop",
         }
     ]
-    assert parsed == Usage(prompt_tokens=440, completion_tokens=9, cached_tokens=300)
+    assert parsed == Usage(prompt_tokens=440, completion_tokens=9, cached_tokens=300, cache_write_tokens=100)
     assert answer["usage"] == parsed.to_openai()
 
 

@@ -56,6 +56,9 @@ function totalsOf(totals, currency) {
     h("div", {}, h("dt", {}, "Requests"), h("dd", {}, formatCount(totals.requests))),
     h("div", {}, h("dt", {}, "Prompt tokens"), h("dd", {}, formatCount(totals.prompt_tokens))),
     h("div", {}, h("dt", {}, "Completion tokens"), h("dd", {}, formatCount(totals.completion_tokens))),
+    h("div", {}, h("dt", {}, "Cache reads"), h("dd", {}, formatCount(totals.cached_tokens || 0))),
+    h("div", {}, h("dt", {}, "Cache writes"), h("dd", {}, formatCount(totals.cache_write_tokens || 0))),
+    h("div", {}, h("dt", {}, "Reasoning tokens"), h("dd", {}, formatCount(totals.reasoning_tokens || 0))),
   );
 }
 
@@ -69,13 +72,15 @@ function recordsTable(ctx, records, filterText, currencyOf) {
   });
   return table(
     `Usage records (${shown.length} of ${records.length} loaded)`,
-    ["Time", "Model", "User", "Status", "Prompt tokens", "Completion tokens", "Cost"],
+    ["Time", "Model", "User", "Status", "Prompt tokens", "Cache reads", "Cache writes", "Completion tokens", "Cost"],
     shown.map((record) => [
       formatTime(record.occurred_at),
       `${record.provider}/${record.model}`,
       userLabel(ctx, record.user_id),
       record.status,
       formatCount(record.prompt_tokens),
+      formatCount(record.cached_tokens || 0),
+      formatCount(record.cache_write_tokens || 0),
       formatCount(record.completion_tokens),
       record.priced ? formatNano(record.cost, currencyOf(record)) : "unpriced",
     ]),

@@ -15,11 +15,17 @@ function add(into, record) {
   into.requests += 1;
   into.prompt_tokens += Number(record.prompt_tokens || 0);
   into.completion_tokens += Number(record.completion_tokens || 0);
+  for (const name of CLASSES) into[name] += Number(record[name] || 0);
   into.cost += BigInt(record.cost || "0");
 }
 
+// The token classes priced apart (SPEC §20), summed as the API's summaries sum them.
+export const CLASSES = ["cached_tokens", "cache_write_tokens", "reasoning_tokens"];
+
 function empty() {
-  return { requests: 0, prompt_tokens: 0, completion_tokens: 0, cost: 0n };
+  const sums = { requests: 0, prompt_tokens: 0, completion_tokens: 0, cost: 0n };
+  for (const name of CLASSES) sums[name] = 0;
+  return sums;
 }
 
 function finish(sums) {

@@ -1,4 +1,5 @@
-"""Anthropic's usage object as the gateway's Usage, counted as litellm 1.106.0 counts it.
+"""Anthropic's usage object as the gateway's Usage, counted as litellm 1.106.0 counts it: the one
+reader of Anthropic's usage, for the translated chat surface and the relayed Messages surface alike.
 
 `prompt_tokens` is everything read: input + cache reads + cache writes (Anthropic's `input_tokens`
 excludes both). Anthropic does not say how many output tokens were thinking unless it sends
@@ -37,6 +38,8 @@ def usage(raw: Mapping[str, Any], thinking: str | None) -> Usage:
     )
     read = sum(_count(run, "cache_read_input_tokens") for run in runs)
     written = sum(_count(run, "cache_creation_input_tokens") for run in runs)
+    # `cache_creation` splits the writes by lifetime; the one-hour ones are priced apart (SPEC §20).
+    written_1h = min(sum(_count(_split(run), "ephemeral_1h_input_tokens") for run in runs), written)
     prompt = sum(_count(run, "input_tokens") for run in runs) + read + written
     completion = sum(_count(run, "output_tokens") for run in runs)
     reported = _thinking_tokens(raw)
@@ -50,9 +53,21 @@ def usage(raw: Mapping[str, Any], thinking: str | None) -> Usage:
         reasoning = min(count_tokens(thinking), completion)
     else:
         reasoning = 0
+    tier = raw.get("service_tier")
     return Usage(
-        prompt_tokens=prompt, completion_tokens=completion, cached_tokens=read, reasoning_tokens=reasoning
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_tokens=read,
+        reasoning_tokens=reasoning,
+        cache_write_tokens=written,
+        cache_write_1h_tokens=written_1h,
+        service_tier=tier if isinstance(tier, str) and 0 < len(tier) <= 32 else None,
     )
+
+
+def _split(run: Mapping[str, Any]) -> Mapping[str, Any]:
+    found = run.get("cache_creation")
+    return found if isinstance(found, dict) else {}
 
 
 def _count(raw: Mapping[str, Any], key: str) -> int:
