@@ -249,7 +249,8 @@ def test_a_tokens_limit_counts_prompt_and_answer_and_answers_429(
     with pytest.raises(openai.RateLimitError) as refused:
         caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES, max_tokens=100)  # type: ignore[arg-type]
     headers = refused.value.response.headers
-    assert (headers["x-ratelimit-limit-tokens"], headers["x-ratelimit-remaining-tokens"]) == ("40", "22")
+    # What is left without the refused call: 150 − 18.
+    assert (headers["x-ratelimit-limit-tokens"], headers["x-ratelimit-remaining-tokens"]) == ("150", "132")
     assert headers["x-ratelimit-reset-tokens"].endswith("s") and int(headers["retry-after"]) >= 1
     assert "x-switchboard-budget-remaining" not in headers
     assert len(fake_provider.received(model)) == 1
@@ -436,9 +437,10 @@ def test_a_cost_limit_reserves_the_uncached_worst_case_and_settles_the_records_c
     fake_provider.enqueue(model, prompt_tokens=11, cached_tokens=6, completion_tokens=7, reasoning_tokens=3)
     sdk = sdk_for(caller, **{"X-Economy-Id": slug})
     raw = sdk.chat.completions.with_raw_response.create(model=f"openai/{model}", messages=MESSAGES)  # type: ignore[arg-type]
-    # Prompt ≈ 7 tokens → 1,050 nano-units; the rest at 1,200 a token (reasoning), not 600: ~82.
+    # The prompt's upper bound (82 tokens for MESSAGES, as the tokens-limit test holds) uncached at 150
+    # a token; the rest at 1,200 a token (reasoning), not 600.
     cap = int(raw.headers["x-switchboard-max-tokens"])
-    assert 75 < cap < 90
+    assert cap == (100_000 - 82 * 150) // 1200
     cost = 5 * 150 + 6 * 75 + 4 * 600 + 3 * 1200
     [record] = [r for r in caller.user.client.get("/usage/me").json()["data"] if r["model"] == model]
     assert record["cost"] == str(cost)
