@@ -106,6 +106,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.db_outage.start()
         where = f" on {settings.listen_url}" if settings.listen_url else ""
         log.info("switchboard %s ready (database: %s)%s", API_VERSION, engine.dialect.name, where)
+        if settings.listen_url:
+            log.info(
+                "console: %s/console; next: in another terminal in this directory, "
+                "`switchboard user create --email you@example.com`, then "
+                "`switchboard key create --email you@example.com` for an API key (README: Quick start)",
+                settings.listen_url,
+            )
         yield
     finally:
         await app.state.db_outage.stop()
