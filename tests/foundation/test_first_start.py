@@ -99,22 +99,31 @@ def test_root_redirects_to_the_console(gateway: Gateway) -> None:
 
 
 def test_the_package_builds_without_a_deprecation_warning(tmp_path: Path) -> None:
-    """What `pip install -e .` in scripts/serve prints: setuptools' banners come from reading pyproject.toml."""
+    """What `pip install -e .` in scripts/serve prints: setuptools' banners come from reading pyproject.toml.
+    Built from a copy, so that no egg-info is written into the checkout (the other database's run may be
+    reading it)."""
+    project = tmp_path / "project"
+    (project / "src" / "switchboard").mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, project / name)
+    (project / "src" / "switchboard" / "__init__.py").write_text("")
+    out = tmp_path / "out"
+    out.mkdir()
     done = subprocess.run(
         [
             sys.executable,
             "-c",
             "import sys; from setuptools import build_meta; build_meta.prepare_metadata_for_build_wheel(sys.argv[1])",
-            str(tmp_path),
+            str(out),
         ],
-        cwd=ROOT,
+        cwd=project,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert "Deprecat" not in done.stderr + done.stdout, done.stderr
-    assert list(tmp_path.glob("switchboard-*.dist-info"))
+    assert list(out.glob("switchboard-*.dist-info"))
 
 
 def _stub_checkout(tmp_path: Path) -> Path:
