@@ -30,7 +30,7 @@ def _free_port() -> int:
 
 
 def _serve_until_ready(cwd: Path, database_url: str) -> tuple[str, int, subprocess.Popen[bytes]]:
-    """Starts `switchboard serve` in cwd and waits for its ready line; the log so far, the port, the process."""
+    """Starts `switchboard serve` in cwd and waits for its ready line: the log so far, port, process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
     env.update(
         SWITCHBOARD_DATABASE_URL=database_url,
@@ -113,7 +113,8 @@ def test_the_package_builds_without_a_deprecation_warning(tmp_path: Path) -> Non
         [
             sys.executable,
             "-c",
-            "import sys; from setuptools import build_meta; build_meta.prepare_metadata_for_build_wheel(sys.argv[1])",
+            "import sys; from setuptools import build_meta; "
+            "build_meta.prepare_metadata_for_build_wheel(sys.argv[1])",
             str(out),
         ],
         cwd=project,
@@ -154,6 +155,8 @@ def test_scripts_serve_says_what_it_installs_on_the_first_start_only(tmp_path: P
     calls = (checkout / ".venv" / "calls").read_text().splitlines()
     assert any(call.startswith("pip install") for call in calls)
     assert calls[-1] == "switchboard serve --port 9001"
-    second = subprocess.run(["bash", "scripts/serve"], cwd=checkout, capture_output=True, text=True, timeout=60)
+    second = subprocess.run(
+        ["bash", "scripts/serve"], cwd=checkout, capture_output=True, text=True, timeout=60
+    )
     assert second.returncode == 0 and "installing" not in second.stderr, second.stderr
     assert (checkout / ".venv" / "calls").read_text().splitlines()[len(calls) :] == ["switchboard serve"]
