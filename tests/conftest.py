@@ -109,7 +109,9 @@ def make_gateway(
 
     yield factory
     for gateway in started:
-        gateway.stop()
+        gateway.stop(wait=False)
+    for gateway in started:
+        gateway.server.join()
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,9 +31,17 @@ SECRET_FIELD_ALLOWED = {
 }
 
 
+@functools.cache
+def _parsed() -> tuple[tuple[Path, ast.Module], ...]:
+    """Every module parsed once per run: a dozen tests walk them all (nothing here changes a tree)."""
+    return tuple(
+        (path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        for path in sorted(SRC.rglob("*.py"))
+    )
+
+
 def modules() -> Iterator[tuple[Path, ast.Module]]:
-    for path in sorted(SRC.rglob("*.py")):
-        yield path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    yield from _parsed()
 
 
 def rel(path: Path) -> str:
@@ -49,11 +58,14 @@ def imported_roots(tree: ast.Module) -> set[str]:
     return roots
 
 
+@functools.cache
+def _roots() -> tuple[tuple[str, frozenset[str]], ...]:
+    return tuple((rel(path), frozenset(imported_roots(tree))) for path, tree in modules())
+
+
 def offenders(package_root: str, allowed_dir: str) -> list[str]:
     return [
-        rel(path)
-        for path, tree in modules()
-        if package_root in imported_roots(tree) and not rel(path).startswith(allowed_dir + "/")
+        name for name, roots in _roots() if package_root in roots and not name.startswith(allowed_dir + "/")
     ]
 
 
@@ -139,7 +151,8 @@ def _allowed(method: str, path: str, field_name: str) -> bool:
 
 
 def test_no_response_schema_has_a_secret_field(gateway: Gateway) -> None:
-    document = httpx.get(gateway.url + "/openapi.json").json()
+    # The first request builds the document: seconds on a busy machine, past httpx's default 5 s.
+    document = httpx.get(gateway.url + "/openapi.json", timeout=60).json()
     components = document.get("components", {}).get("schemas", {})
     found = []
     for path, item in document["paths"].items():

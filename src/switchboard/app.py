@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -88,6 +90,16 @@ def _routers() -> list[object]:
     return found
 
 
+def _command() -> str:
+    """How to run `switchboard` from here: `.venv/bin/switchboard` after scripts/serve, which puts
+    nothing on PATH."""
+    installed = Path(sys.executable).with_name("switchboard")
+    try:
+        return str(installed.relative_to(Path.cwd()))
+    except ValueError:
+        return "switchboard"
+
+
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
@@ -106,6 +118,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.db_outage.start()
         where = f" on {settings.listen_url}" if settings.listen_url else ""
         log.info("switchboard %s ready (database: %s)%s", API_VERSION, engine.dialect.name, where)
+        if settings.listen_url:
+            command = _command()
+            log.info(
+                "console: %s/console; next: in another terminal in this directory, "
+                "`%s user create --email you@example.com`, then "
+                "`%s key create --email you@example.com` for an API key (README: Quick start)",
+                settings.listen_url,
+                command,
+                command,
+            )
         yield
     finally:
         await app.state.db_outage.stop()

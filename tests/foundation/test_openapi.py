@@ -27,7 +27,7 @@ SEED_OPERATION_IDS = {
 
 @pytest.fixture(scope="module")
 def document(gateway: Gateway) -> dict[str, Any]:
-    response = httpx.get(gateway.url + "/openapi.json")
+    response = httpx.get(gateway.url + "/openapi.json", timeout=60)  # built on first request: slow when busy
     assert response.status_code == 200
     body: dict[str, Any] = response.json()
     return body

@@ -287,7 +287,7 @@ def test_list_pages_in_creation_order_with_an_opaque_cursor_and_filters(
 
 
 def test_the_limits_routes_are_tagged_and_declare_their_errors(limits_gateway: Gateway) -> None:
-    document = httpx.get(limits_gateway.url + "/openapi.json").json()
+    document = httpx.get(limits_gateway.url + "/openapi.json", timeout=60).json()  # built on first request
     paths = document["paths"]
     for path in ("/limits", "/limits/{limit_id}", "/limits/{limit_id}/status", "/usage/me/limits"):
         for operation in paths[path].values():

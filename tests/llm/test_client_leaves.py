@@ -15,8 +15,10 @@ from tests.llm.conftest import Caller, unique_model
 MESSAGES = [{"role": "user", "content": "hi"}]
 
 
-def _leave_after_sending(url: str, token: str, body: dict[str, Any], request_id: str) -> None:
-    """A raw client: the whole request, then it hangs up without reading a byte."""
+def _leave_after_sending(
+    url: str, token: str, body: dict[str, Any], request_id: str, fake_provider: Any
+) -> None:
+    """A raw client: the whole request, then, once the provider holds it, hangs up without reading a byte."""
     host, port = url.removeprefix("http://").split(":")
     payload = orjson.dumps(body)
     head = (
@@ -26,7 +28,11 @@ def _leave_after_sending(url: str, token: str, body: dict[str, Any], request_id:
     )
     with socket.create_connection((host, int(port))) as sock:
         sock.sendall(head.encode() + payload)
-        time.sleep(0.5)  # the provider has the request by now and is holding its answer
+        model = body["model"].split("/", 1)[1]
+        deadline = time.monotonic() + 10
+        while not fake_provider.received(model):
+            assert time.monotonic() < deadline, "the provider never received the call"
+            time.sleep(0.01)
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -42,6 +48,7 @@ def test_a_client_leaving_a_waiting_call_cancels_the_provider_call(
         caller.user.token,
         {"model": f"openai/{model}", "messages": MESSAGES, "stream": stream},
         request_id,
+        fake_provider,
     )
     disconnect = fake_provider.wait_disconnect_sync(model, timeout=10)
     assert disconnect is not None, "the provider was never told the caller left"

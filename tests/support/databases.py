@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import uuid
@@ -56,8 +57,14 @@ class DatabaseFactory:
         return f"sqlite+aiosqlite:///{path}"
 
     async def cleanup(self) -> None:
-        for name in self._pg_names:
-            await _drop_pg(name)
+        # A few at a time: a session leaves dozens, and each drop waits for its server's checkpoint.
+        room = asyncio.Semaphore(4)
+
+        async def drop(name: str) -> None:
+            async with room:
+                await _drop_pg(name)
+
+        await asyncio.gather(*(drop(name) for name in self._pg_names))
         self._pg_names.clear()
 
 

@@ -81,10 +81,10 @@ class Gateway:
         token = self.tokens.mint(sub=sub, role=role, **claims)
         return User(id=sub, role=role, token=token, client=self.client(token))
 
-    def stop(self) -> None:
+    def stop(self, *, wait: bool = True) -> None:
         for client in self._clients:
             client.close()
-        self.server.stop()
+        self.server.stop(wait=wait)
 
 
 def write_config(directory: Path, config: dict[str, Any] | str) -> Path:

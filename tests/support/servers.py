@@ -79,8 +79,14 @@ class ServerThread:
         assert self.loop is not None
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
-    def stop(self) -> None:
+    def stop(self, *, wait: bool = True) -> None:
+        """`wait=False` only asks: the session's end asks every server first, then joins them, so that
+        their graceful shutdowns overlap instead of adding up."""
         self.server.should_exit = True
+        if wait:
+            self.join()
+
+    def join(self) -> None:
         self._thread.join(timeout=15)
 
 

@@ -20,7 +20,7 @@ from tests.support.gateway import Gateway
 
 CLAUDE = shutil.which("claude")
 pytestmark = pytest.mark.skipif(
-    CLAUDE is None, reason="Claude Code is not installed (npm install -g @anthropic-ai/claude-code)"
+    CLAUDE is None, reason="Claude Code is not on PATH (scripts/test installs it into .venv/claude with npm)"
 )
 ANSWER = "Hello from behind the gateway."
 

@@ -132,7 +132,9 @@ async def test_bytes_after_the_answer_keep_the_connection_out_of_the_pool(
     raw = RawProvider(answer(OK, COMPLETION) + b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
     async with raw.running() as base:
         assert (await upstream.chat(target("openai", "m", base_url=base), BODY)).body == COMPLETION
-        await asyncio.sleep(0.05)
+        deadline = asyncio.get_running_loop().time() + 5
+        while pooled(upstream) != ([], 0) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
         assert pooled(upstream) == ([], 0)
 
 
@@ -189,7 +191,10 @@ async def test_waiting_for_a_free_connection_is_bounded_by_the_connect_timeout(
     stalled = RawProvider(b"")  # reads the request, never answers
     async with stalled.running() as base:
         first = asyncio.create_task(client.chat(target("openai", "m", base_url=base), BODY))
-        await asyncio.sleep(0.1)
+        deadline = asyncio.get_running_loop().time() + 5
+        while pooled(client)[1] != 1:  # the first call holds the only connection
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.01)
         with pytest.raises(UpstreamTimeout):
             await client.chat(target("openai", "m", base_url=base), BODY)
         first.cancel()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import APIRouter
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, RedirectResponse
 
 from switchboard.console.assets import (
     MEDIA_TYPES,
@@ -27,6 +27,13 @@ def _serve(name: str, directory: Path = STATIC_DIR) -> FileResponse:
     if path is None:
         raise NotFound("no such console file")
     return FileResponse(path, media_type=MEDIA_TYPES[path.suffix], headers=SECURITY_HEADERS)
+
+
+@router.get("/")
+async def root() -> RedirectResponse:
+    # A person who opens the gateway's address finds the console. Relative, so that it stays right
+    # behind a proxy that terminates TLS or serves the gateway under another host name.
+    return RedirectResponse("/console", status_code=307)
 
 
 @router.get("/console")

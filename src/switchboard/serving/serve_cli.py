@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import os
+from pathlib import Path
 
 from switchboard import API_VERSION
 from switchboard.logging_setup import configure_logging, flush_all, hold_early_records
@@ -15,6 +16,14 @@ from switchboard.startup_errors import check_database, shown_url
 log = logging.getLogger("switchboard.serve")
 
 
+def _sqlite_file(settings: Settings) -> Path | None:
+    """The SQLite database's file, absolute; None for PostgreSQL and an in-memory database."""
+    if not settings.is_sqlite:
+        return None
+    path = settings.database_url.split("///", 1)[-1].split("?", 1)[0]
+    return Path(os.path.abspath(path)) if path and path != ":memory:" else None
+
+
 def _database(settings: Settings) -> str:
     if settings.is_sqlite:
         path = settings.database_url.split("///", 1)[-1]
@@ -22,8 +31,16 @@ def _database(settings: Settings) -> str:
     return shown_url(settings.database_url)
 
 
-def announce(settings: Settings, url: str, workers: int) -> None:
+def announce(settings: Settings, url: str, workers: int, created: Path | None = None) -> None:
     """The lines an operator reads first: where the data, the catalog and the database are."""
+    if created is not None:
+        # SQLite creates whatever file it is pointed at: a typo in the path would otherwise look like
+        # users and keys that vanished.
+        log.warning(
+            "created a new database at %s (SWITCHBOARD_DATABASE_URL); if you expected existing data, "
+            "check that path",
+            created,
+        )
     config = settings.config_path.resolve() if settings.config_path else None
     if config is None or not config.exists():
         log.warning(
@@ -48,11 +65,14 @@ def run(args: argparse.Namespace) -> int:
     hold_early_records()  # the generated-secret warning, written once the format is known
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
+    created = _sqlite_file(settings)
+    if created is not None and created.exists():
+        created = None
     asyncio.run(check_database(settings.database_url))
     sock = bind(args.host, args.port)
     url = listen_url(args.host, args.port)
     # Read by the workers' settings, for their ready line.
     os.environ["SWITCHBOARD_LISTEN_URL"] = url
-    announce(settings, url, args.workers)
+    announce(settings, url, args.workers, created)
     flush_all()
     return serve(sock, args.host, args.port, args.workers)
