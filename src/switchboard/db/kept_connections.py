@@ -21,6 +21,14 @@ IDLE_SECONDS = 10.0
 KEEP = 8  # at most this many idle; more callers at once check out more, returned to the pool after
 
 
+def kept_share(engine: AsyncEngine) -> int:
+    """How many idle connections to keep out of the engine's pool: a quarter of its budget (at least
+    one, at most KEEP). A kept connection is not the pool's to give: kept idle, it must still leave
+    the usage writer, the registry's reload and request sessions enough of the budget."""
+    budget = getattr(engine.pool, "budget", None)
+    return KEEP if budget is None else max(1, min(KEEP, budget() // 4))
+
+
 class KeptConnections:
     def __init__(self, engine: AsyncEngine, keep: int = KEEP, idle_seconds: float = IDLE_SECONDS) -> None:
         self._engine = engine
