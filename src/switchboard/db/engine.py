@@ -16,9 +16,10 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 from switchboard.db.budgeted_pool import BudgetedPool
 
-# PostgreSQL connections one process opens at most (SWITCHBOARD_DATABASE_POOL_SIZE): measured at
-# concurrency 64, a process uses 2 to 5 (docs/postgres-connections.md); 10 lets eight busy processes
-# share a server of the default max_connections (100) with 20 left for migrations and an operator.
+# PostgreSQL connections one process opens at most (SWITCHBOARD_DATABASE_POOL_SIZE). At concurrency 64
+# a process opens as many as it may (40 before), for the same work per CPU as with 10
+# (docs/postgres-connections.md); 10 lets eight busy processes share a server of the default
+# max_connections (100) with 20 left for migrations and an operator.
 DEFAULT_POOL_SIZE = 10
 # How long a caller waits for a connection of the budget before its request fails.
 POOL_TIMEOUT_SECONDS = 30.0
