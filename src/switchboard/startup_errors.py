@@ -60,6 +60,14 @@ def _async_form(url: str) -> str | None:
     return None
 
 
+_OUT_OF_SLOTS = (
+    "refused a connection: every one of its max_connections is taken (too many clients). Each "
+    f"Switchboard process opens up to {POOL_SIZE} connections: keep processes x {POOL_SIZE} <= "
+    "max_connections - a reserve for migrations and operators, lower it, raise max_connections, or put "
+    "PgBouncer in front (docs/postgres-connections.md)"
+)
+
+
 def _out_of_slots(exc: BaseException) -> bool:
     seen: BaseException | None = exc
     for _ in range(4):  # SQLAlchemy wraps the driver's error (`orig`), which wraps asyncpg's
@@ -76,12 +84,7 @@ def database_problem(exc: BaseException, url: str) -> str:
     from sqlalchemy.exc import ArgumentError, InvalidRequestError, NoSuchModuleError
 
     if _out_of_slots(exc):
-        return (
-            f"{DATABASE}: {shown_url(url)} refused a connection: every one of its max_connections is "
-            f"taken (too many clients). Each Switchboard process opens up to {POOL_SIZE} connections: "
-            f"keep processes x {POOL_SIZE} <= max_connections - a reserve for migrations and operators, "
-            "lower it, raise max_connections, or put PgBouncer in front (docs/postgres-connections.md)"
-        )
+        return f"{DATABASE}: {shown_url(url)} {_OUT_OF_SLOTS}"
     if isinstance(exc, ArgumentError | NoSuchModuleError | ModuleNotFoundError) or (
         isinstance(exc, InvalidRequestError) and "async driver" in str(exc)
     ):
@@ -125,6 +128,8 @@ def explain(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, PermissionError):
         return f"permission denied: {exc.filename} (check SWITCHBOARD_DATA_DIR and the file's owner)"
+    if _out_of_slots(exc):  # met after the start-up check (a worker's first statements)
+        return f"the database {_OUT_OF_SLOTS}"
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.strerror or exc}: {exc.filename}"
     return f"{type(exc).__name__}: {_first_line(exc)} ({DEBUG_HINT})"
