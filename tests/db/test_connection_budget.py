@@ -41,6 +41,8 @@ PROCESSES = 8
 ROUNDS = 2
 CALLS = 12  # model calls per gateway and round, all at once, under two limits
 READS = 12  # reads per gateway and round, at the same time: each holds a request session
+# On the default economy, never reached: every call is reserved and settled by the ledger.
+LIMITS = (("cost", "month", "9000000000000"), ("requests", "total", "1000000"))
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +71,17 @@ def gateway_env(tmp_path: Path, database_url: str, fake_provider: Any) -> dict[s
     env = {k: v for k, v in os.environ.items() if k != "SWITCHBOARD_DATABASE_POOL_SIZE"}
     config = default_test_config(fake_provider.base_url)
     config["economies"] = [{"slug": "default", "name": "Default", "currency": "USD"}]
+    # In the config file rather than made over HTTP: every process has them from its start.
+    config["limits"] = [
+        {
+            "subject_type": "economy",
+            "subject_id": "default",
+            "metric": metric,
+            "window": window,
+            "amount": amount,
+        }
+        for metric, window, amount in LIMITS
+    ]
     env.update(
         SWITCHBOARD_ENV="development",
         SWITCHBOARD_DATA_DIR=str(tmp_path / "data"),
@@ -123,8 +136,7 @@ def _end(process: subprocess.Popen[bytes]) -> None:
 
 
 def setup_calls(url: str, fake_provider: Any) -> tuple[str, str, list[str]]:
-    """A user with a credential to the fake provider, and two limits on the default economy (never
-    reached: every call is reserved and settled by the ledger); (user, admin, limit ids)."""
+    """A user with a credential to the fake provider; (user, admin, the ids of LIMITS)."""
     user, admin = tokens()
     secret = RECORDER.remember_secret(f"sk-budget-{uuid.uuid4().hex}")
     created = httpx.post(
@@ -133,17 +145,10 @@ def setup_calls(url: str, fake_provider: Any) -> tuple[str, str, list[str]]:
         json={"provider": "openai", "secret": secret, "base_url": f"{fake_provider.base_url}/v1"},
     )
     assert created.status_code == 201, created.text
-    ids = []
-    for metric, window, amount in (("cost", "month", "9000000000000"), ("requests", "total", "1000000")):
-        limit = {"subject_type": "economy", "subject_id": "default", "metric": metric}
-        added = httpx.post(
-            f"{url}/limits",
-            headers={"authorization": f"Bearer {admin}"},
-            json={**limit, "window": window, "amount": amount},
-        )
-        assert added.status_code == 201, added.text
-        ids.append(str(added.json()["id"]))
-    return user, admin, ids
+    listed = httpx.get(f"{url}/limits", headers={"authorization": f"Bearer {admin}"})
+    assert listed.status_code == 200, listed.text
+    by_metric = {row["metric"]: str(row["id"]) for row in listed.json()["data"]}
+    return user, admin, [by_metric[metric] for metric, _, _ in LIMITS]
 
 
 async def load(urls: list[str], user: str, admin: str, limit_ids: list[str]) -> dict[int, int]:
