@@ -18,6 +18,8 @@ Watcher = Callable[[float], None]  # called with the seconds one checkout waited
 
 
 class BudgetedPool(AsyncAdaptedQueuePool):
+    # Logs under SQLAlchemy's own namespace (quiet unless asked), not the gateway's INFO logger.
+    _sqla_logger_namespace = "sqlalchemy.pool.impl.BudgetedPool"
     watcher: Watcher | None = None
     # Called (synchronously, on the event loop's thread) when a checkout is about to wait: each
     # schedules the return of the connections it keeps idle.
