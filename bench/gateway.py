@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import secrets
@@ -18,7 +19,7 @@ from pathlib import Path
 from bench import payloads
 from bench.measure import TargetReport, measure, say
 from bench.options import REPO, Options
-from bench.postgres import fresh_database
+from bench.postgres import PeakConnections, fresh_database
 from bench.probe import Reply, call, time_to_first_answer
 from bench.processes import BenchError, Child, free_port
 from bench.target import Endpoint, Target
@@ -192,10 +193,14 @@ class Prepared:
     admin_token: str
     db_marker: str | None  # how the PostgreSQL backends serving this gateway show in `ps`
 
-    def start(self, workers: int, provider: str = "openai") -> tuple[Child, Target]:
+    def start(self, workers: int, provider: str = "openai", pool_size: int = 0) -> tuple[Child, Target]:
         name = f"switchboard {self.db} x{workers}" + ("" if provider == "openai" else f" {provider}")
-        log = self.home / f"serve-w{workers}-{provider}.log"
-        child = _start(self.env, self.port, workers, log)
+        env = dict(self.env)
+        if pool_size:
+            name += f" pool={pool_size}"
+            env["SWITCHBOARD_DATABASE_POOL_SIZE"] = str(pool_size)
+        log = self.home / f"serve-w{workers}-{provider}{pool_size or ''}.log"
+        child = _start(env, self.port, workers, log)
         return child, _target(name, child, self.port, workers, self.ids, self.db_marker, provider)
 
 
@@ -244,15 +249,21 @@ def run_db(db: str, opts: Options, upstream: Upstream, direct: Target) -> list[T
     say(f"\n== Switchboard on {db}")
     reports: list[TargetReport] = []
     with prepared(db, opts, upstream) as ready:
-        for workers, provider in ((w, p) for w in opts.workers for p in opts.providers):
-            child, target = ready.start(workers, provider)
+        pools = (opts.pool_sizes or (0,)) if db == "postgres" else (0,)
+        for workers, provider, pool in itertools.product(opts.workers, opts.providers, pools):
+            child, target = ready.start(workers, provider, pool)
             report = TargetReport(name=target.name, kind="switchboard", db=db, workers=workers)
             say(f"\n== {target.name}")
             try:
                 report.startup_s = time_to_first_answer(child, target.json, STARTUP_TIMEOUT)
                 say(f"  start to first answered /v1 call: {report.startup_s:.2f} s")
                 before = _usage_count(ready.port, ready.admin_token)
-                measure(opts, direct, target, report)
+                if ready.db_marker is None:
+                    measure(opts, direct, target, report)
+                else:
+                    with PeakConnections(opts.pg_admin_dsn, ready.db_marker.strip()) as peak:
+                        measure(opts, direct, target, report)
+                    say(f"  peak PostgreSQL connections (pg_stat_activity) under load: {peak.peak}")
                 after = _usage_count(ready.port, ready.admin_token)
                 if before is not None and after is not None:
                     _check_usage(report, after - before)

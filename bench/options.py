@@ -36,6 +36,9 @@ class Options:
     providers: tuple[str, ...] = ("openai",)
     # Calls of each kind counted under callgrind instead of the load phases (0: not asked).
     instructions: int = 0
+    # SWITCHBOARD_DATABASE_POOL_SIZE values each PostgreSQL gateway runs with, one after the other in
+    # the same run (before/after a budget change); (): the gateway's default.
+    pool_sizes: tuple[int, ...] = ()
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -105,6 +108,13 @@ def parse(argv: list[str] | None = None) -> Options:
         help="count the gateway's instructions per call over N calls of each kind under valgrind's "
         "callgrind (c=1, one worker) instead of timing load: the same count on a slow or busy machine",
     )
+    parser.add_argument(
+        "--pool-sizes",
+        type=_ints,
+        default=(),
+        help="PostgreSQL: run each gateway once per SWITCHBOARD_DATABASE_POOL_SIZE, e.g. 40,10 "
+        "(its peak connections are sampled from pg_stat_activity)",
+    )
     args = parser.parse_args(argv)
     providers = tuple(p.strip() for p in args.providers.split(",") if p.strip())
     unknown = set(providers) - {"openai", "anthropic", "gemini"}
@@ -129,6 +139,7 @@ def parse(argv: list[str] | None = None) -> Options:
         limits_delta=args.limits_delta,
         providers=providers,
         instructions=args.instructions,
+        pool_sizes=args.pool_sizes,
         work=BENCH_DIR / ".work",
         results=BENCH_DIR / "results",
     )

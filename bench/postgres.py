@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
@@ -36,3 +37,37 @@ def fresh_database(admin_dsn: str) -> Iterator[str]:
         yield url
     finally:
         asyncio.run(_admin(admin_dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+class PeakConnections:
+    """The most backends pg_stat_activity showed on one database, polled on a thread of its own
+    (every 50 ms) while the gateway is under load: what a process's connection budget must hold."""
+
+    def __init__(self, admin_dsn: str, database: str) -> None:
+        self._admin_dsn = admin_dsn
+        self._database = database
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._poll()), daemon=True)
+
+    async def _poll(self) -> None:
+        import asyncpg
+
+        conn = await asyncpg.connect(self._admin_dsn, timeout=10)
+        try:
+            while not self._stop.is_set():
+                count = await conn.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", self._database
+                )
+                self.peak = max(self.peak, int(count))
+                await asyncio.sleep(0.05)
+        finally:
+            await conn.close()
+
+    def __enter__(self) -> PeakConnections:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)

@@ -74,8 +74,9 @@ class Settings:
     upstream_first_byte_timeout: float = 120.0
     upstream_idle_timeout: float = 60.0
     idempotency_ttl_seconds: int = 24 * 3600
-    # PostgreSQL connections each process keeps open when idle (more open under load, up to twice this).
-    database_pool_size: int = 20
+    # PostgreSQL connections one process opens at most, never more (db/engine.DEFAULT_POOL_SIZE):
+    # processes x this <= the server's max_connections - a reserve (docs/postgres-connections.md).
+    database_pool_size: int = 10
     # A running call renews its idempotency claim and limit holds every third of this; a dead
     # replica's are recovered (an `abandoned` record, the key and the reservation freed) once it ends.
     lease_seconds: float = 30.0
@@ -92,6 +93,13 @@ class Settings:
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+
+def _pool_size(value: float) -> int:
+    # Below 2 the limits ledger's kept connection and a request session would wait on each other.
+    if value < 2 or value != int(value):
+        raise SettingsError(f"{PREFIX}DATABASE_POOL_SIZE must be a whole number of at least 2")
+    return int(value)
 
 
 def _bool(value: str | None, default: bool = False) -> bool:
@@ -319,7 +327,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         upstream_idle_timeout=number("UPSTREAM_IDLE_TIMEOUT", 60.0),
         idempotency_ttl_seconds=int(number("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)),
         lease_seconds=number("LEASE_SECONDS", 30.0),
-        database_pool_size=max(1, int(number("DATABASE_POOL_SIZE", 20))),
+        database_pool_size=_pool_size(number("DATABASE_POOL_SIZE", 10)),
         usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
         usage_retention_days=_retention_days(get("USAGE_RETENTION_DAYS")),
         migrate_on_start=_bool(get("MIGRATE_ON_START"), default=True),

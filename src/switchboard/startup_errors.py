@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from starlette.types import Message, Receive, Scope, Send
 
 DATABASE = "SWITCHBOARD_DATABASE_URL"
+POOL_SIZE = "SWITCHBOARD_DATABASE_POOL_SIZE"
+TOO_MANY_CLIENTS = "53300"  # PostgreSQL's too_many_connections: every slot of max_connections is taken
 DATABASE_FORMS = "sqlite+aiosqlite:///path/to/file.db or postgresql+asyncpg://user:password@host:5432/name"
 CHECK_TIMEOUT_SECONDS = 10.0
 DEBUG_HINT = "run again with --debug for the traceback"
@@ -58,10 +60,31 @@ def _async_form(url: str) -> str | None:
     return None
 
 
+_OUT_OF_SLOTS = (
+    "refused a connection: every one of its max_connections is taken (too many clients). Each "
+    f"Switchboard process opens up to {POOL_SIZE} connections: keep processes x {POOL_SIZE} <= "
+    "max_connections - a reserve for migrations and operators, lower it, raise max_connections, or put "
+    "PgBouncer in front (docs/postgres-connections.md)"
+)
+
+
+def _out_of_slots(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(4):  # SQLAlchemy wraps the driver's error (`orig`), which wraps asyncpg's
+        if seen is None:
+            break
+        if getattr(seen, "sqlstate", None) == TOO_MANY_CLIENTS or "too many clients" in str(seen):
+            return True
+        seen = getattr(seen, "orig", None) or seen.__cause__
+    return False
+
+
 def database_problem(exc: BaseException, url: str) -> str:
     """What is wrong with the database setting, for an error raised while opening it."""
     from sqlalchemy.exc import ArgumentError, InvalidRequestError, NoSuchModuleError
 
+    if _out_of_slots(exc):
+        return f"{DATABASE}: {shown_url(url)} {_OUT_OF_SLOTS}"
     if isinstance(exc, ArgumentError | NoSuchModuleError | ModuleNotFoundError) or (
         isinstance(exc, InvalidRequestError) and "async driver" in str(exc)
     ):
@@ -105,6 +128,8 @@ def explain(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, PermissionError):
         return f"permission denied: {exc.filename} (check SWITCHBOARD_DATA_DIR and the file's owner)"
+    if _out_of_slots(exc):  # met after the start-up check (a worker's first statements)
+        return f"the database {_OUT_OF_SLOTS}"
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.strerror or exc}: {exc.filename}"
     return f"{type(exc).__name__}: {_first_line(exc)} ({DEBUG_HINT})"
@@ -116,7 +141,7 @@ async def open_database(url: str, *, migrate: bool, pool_size: int | None = None
     from switchboard.db.migrate import MigrationError, upgrade
 
     try:
-        engine = make_engine(url, **({"pool_size": pool_size} if pool_size and "sqlite" not in url else {}))
+        engine = make_engine(url, **({"pool_size": pool_size} if pool_size else {}))
     except Exception as exc:
         raise StartupError(database_problem(exc, url)) from exc
     if migrate:

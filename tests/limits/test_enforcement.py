@@ -249,7 +249,7 @@ def test_a_tokens_limit_counts_prompt_and_answer_and_answers_429(
     with pytest.raises(openai.RateLimitError) as refused:
         caller.sdk.chat.completions.create(model=f"openai/{model}", messages=MESSAGES, max_tokens=100)  # type: ignore[arg-type]
     headers = refused.value.response.headers
-    # What is left without the refused call: 150 − 18.
+    # What is left without the refused call: 150 - 18.
     assert (headers["x-ratelimit-limit-tokens"], headers["x-ratelimit-remaining-tokens"]) == ("150", "132")
     assert headers["x-ratelimit-reset-tokens"].endswith("s") and int(headers["retry-after"]) >= 1
     assert "x-switchboard-budget-remaining" not in headers

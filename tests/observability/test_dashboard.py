@@ -31,9 +31,11 @@ def _exposed() -> dict[str, set[str]]:
         metrics.upstream_errors,
         metrics.limit_rejections,
         metrics.fallbacks,
+        metrics.db_pool_waits,
+        metrics.db_pool_wait_seconds,
     ):
         found[counter._name + "_total"] = set(counter._labelnames)
-    for gauge in (metrics.streams, metrics.queue_depth):
+    for gauge in (metrics.streams, metrics.queue_depth, metrics.db_pool_size, metrics.db_connections_in_use):
         found[gauge._name] = set()
     return found
 
@@ -79,6 +81,9 @@ def test_every_dashboard_query_names_an_exposed_series_and_its_labels() -> None:
         "switchboard_streams_in_flight",
         "switchboard_usage_writer_queue_depth",
         "switchboard_usage_writer_commit_seconds",
+        "switchboard_db_pool_size",
+        "switchboard_db_connections_in_use",
+        "switchboard_db_pool_waits",
         "gen_ai_server_request_duration_seconds",
         "gen_ai_server_time_to_first_token_seconds",
         "gen_ai_client_token_usage",

@@ -21,6 +21,14 @@ IDLE_SECONDS = 10.0
 KEEP = 8  # at most this many idle; more callers at once check out more, returned to the pool after
 
 
+def kept_share(engine: AsyncEngine) -> int:
+    """How many idle connections to keep out of the engine's pool: a quarter of its budget (at least
+    one, at most KEEP). A kept connection is not the pool's to give: kept idle, it must still leave
+    the usage writer, the registry's reload and request sessions enough of the budget."""
+    budget = getattr(engine.pool, "budget", None)
+    return KEEP if budget is None else max(1, min(KEEP, budget() // 4))
+
+
 class KeptConnections:
     def __init__(self, engine: AsyncEngine, keep: int = KEEP, idle_seconds: float = IDLE_SECONDS) -> None:
         self._engine = engine
@@ -31,6 +39,9 @@ class KeptConnections:
         self._timer: asyncio.TimerHandle | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self._closed = False  # shut down: a lease that ends now closes its connection
+        pool = engine.pool
+        if hasattr(pool, "on_short"):  # a budgeted pool (db/budgeted_pool.py) asks for them back
+            pool.on_short = (*pool.on_short, self._give_idle_back)
 
     def lease(self) -> _Lease:
         """`async with kept.lease() as driver:` one asyncpg connection, outside any transaction."""
@@ -68,6 +79,12 @@ class KeptConnections:
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
+    def _give_idle_back(self) -> None:
+        """Another caller waits for a connection of the budget: the idle ones go back to the pool."""
+        idle, self._idle = self._idle, []
+        for connection, _ in idle:
+            self._later(connection.close())
+
     def _look(self) -> None:
         self._timer = None
         if self._used:
@@ -80,6 +97,9 @@ class KeptConnections:
 
     async def close(self) -> None:
         self._closed = True
+        pool = self._engine.pool
+        if self._give_idle_back in getattr(pool, "on_short", ()):
+            pool.on_short = tuple(f for f in pool.on_short if f != self._give_idle_back)  # type: ignore[attr-defined]
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -24,6 +24,10 @@ log = logging.getLogger("switchboard.db")
 
 HEARTBEAT_SECONDS = 1.0
 PROBE_TIMEOUT_SECONDS = 2.0
+# A probe that only ran out of time may have met a loaded machine (every process of a busy host late
+# at once): it takes this many in a row. A refused or reset connection is an outage at once, and so
+# is any failure a request meets on its own statements (`lost_database`).
+TIMEOUTS_FOR_OUTAGE = 3
 RETRY_AFTER_SECONDS = 2
 
 
@@ -58,6 +62,7 @@ class DatabaseOutage:
         self.enabled = enabled
         self.down = False
         self._since = 0.0
+        self._timeouts = 0  # probes in a row that ran out of time
         self._task: asyncio.Task[None] | None = None
         self._on_recovery: list[Callable[[], Awaitable[None]]] = []
 
@@ -94,11 +99,24 @@ class DatabaseOutage:
             try:
                 async with asyncio.timeout(PROBE_TIMEOUT_SECONDS), self._engine.connect() as conn:
                     await conn.execute(text("SELECT 1"))
-            except Exception as error:  # any failure of the probe means: not reachable now
+            except Exception as error:  # a refused or broken connection means: not reachable now ...
+                if isinstance(error, TimeoutError):
+                    self._timeouts += 1
+                    if self._timeouts < TIMEOUTS_FOR_OUTAGE or self._budget_in_use():
+                        continue
                 self.note_failure(error)
                 continue
+            self._timeouts = 0
             if self.down:
                 await self._recover()
+
+    def _budget_in_use(self) -> bool:
+        """Every connection of the process's budget (db/budgeted_pool.py) in use: a probe that timed
+        out waiting its turn for one met load, not an outage. Were the server gone, the statements on
+        those connections would fail and say so (`lost_database`)."""
+        pool: Any = self._engine.pool
+        budget = getattr(pool, "budget", None)
+        return budget is not None and pool.checkedout() >= budget()
 
     async def _recover(self) -> None:
         try:

@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from switchboard.db.driver_statements import DriverStatements
 from switchboard.db.engine import make_sync_sqlite_engine
-from switchboard.db.kept_connections import KeptConnections
+from switchboard.db.kept_connections import KeptConnections, kept_share
 from switchboard.db.wal_checkpoints import LoopCheckpoints
 
 # Pauses between attempts at SQLite's write lock before waiting for it in a thread (aiosqlite).
@@ -152,7 +152,7 @@ class WriteTransactions:
             self._sync = make_sync_sqlite_engine(engine.url.render_as_string(hide_password=False))
             self._statements = DriverStatements(self._sync.dialect)
             self._checkpoints = LoopCheckpoints(self._sync, self._inline_lock)
-        self._kept = KeptConnections(engine)
+        self._kept = KeptConnections(engine, keep=kept_share(engine))
 
     def _inline_connection(self) -> Connection:
         if self._inline is None:

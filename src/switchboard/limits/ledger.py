@@ -405,11 +405,18 @@ def _refill_at(limit: Limit, debt: int, now: datetime) -> datetime:
     return now + timedelta(seconds=debt * ROLLING_SECONDS[limit.window] / max(limit.amount, 1))
 
 
-async def status_of(engine: AsyncEngine, limit: Limit) -> Status:
-    """`{used, reserved, remaining, resets_at}` as GET /limits/{id}/status shows it."""
+async def status_of(source: AsyncEngine | AsyncConnection, limit: Limit) -> Status:
+    """`{used, reserved, remaining, resets_at}` as GET /limits/{id}/status shows it.
+
+    A request passes its session's connection: a request holding one connection of the process's
+    budget while it waits for a second could wait forever once every connection is held that way
+    (db/budgeted_pool.py; with PgBouncer, its server connections)."""
     now = utcnow()
-    async with engine.connect() as conn:
-        [standing] = await _standing(conn, [limit], now, create_missing=False)
+    if isinstance(source, AsyncConnection):
+        [standing] = await _standing(source, [limit], now, create_missing=False)
+    else:
+        async with source.connect() as conn:
+            [standing] = await _standing(conn, [limit], now, create_missing=False)
     used, reserved = standing.used, standing.reserved
     remaining = max(limit.amount - used - reserved, 0)
     reset = _refill_at(limit, used, now) if limit.rolling else resets_at(limit.window, now)

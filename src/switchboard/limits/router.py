@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import APIRouter, Query, Response, status
 
 from switchboard.auth.dependencies import CurrentPrincipal
 from switchboard.db.session import DbSession
@@ -81,19 +81,18 @@ async def delete_limit(
 
 @router.get("/limits/{limit_id}/status", operation_id="getLimitStatus_Limits")
 async def limit_status(
-    limit_id: uuid.UUID, request: Request, principal: CurrentPrincipal, session: DbSession
+    limit_id: uuid.UUID, principal: CurrentPrincipal, session: DbSession
 ) -> LimitStatusOut:
     """What the limit has counted in its current window, what running calls hold, and what is left."""
-    return await service.status(session, request.app.state.engine, principal, limit_id)
+    return await service.status(session, principal, limit_id)
 
 
 @router.get("/usage/me/limits", operation_id="listMyLimits_Limits")
 async def my_limits(
-    request: Request,
     principal: CurrentPrincipal,
     session: DbSession,
     cursor: Cursor = None,
     limit: Limit = DEFAULT_LIMIT,
 ) -> Page[MyLimitOut]:
     """Limits on you and on the economies you take part in, each with its status."""
-    return await service.mine(session, request.app.state.engine, principal, cursor, limit)
+    return await service.mine(session, principal, cursor, limit)

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchboard.auth.principal import Principal
 from switchboard.errors import Conflict, ValidationFailed
@@ -40,8 +40,8 @@ def limit_out(row: LimitRow) -> LimitOut:
     )
 
 
-async def status_out(engine: AsyncEngine, row: LimitRow) -> LimitStatusOut:
-    status = await status_of(engine, store.to_limit(row))
+async def status_out(session: AsyncSession, row: LimitRow) -> LimitStatusOut:
+    status = await status_of(await session.connection(), store.to_limit(row))
     return LimitStatusOut(
         used=str(status.used),
         reserved=str(status.reserved),
@@ -179,15 +179,13 @@ async def delete(session: AsyncSession, principal: Principal, limit_id: uuid.UUI
     notify.on_commit(session, registry)
 
 
-async def status(
-    session: AsyncSession, engine: AsyncEngine, principal: Principal, limit_id: uuid.UUID
-) -> LimitStatusOut:
+async def status(session: AsyncSession, principal: Principal, limit_id: uuid.UUID) -> LimitStatusOut:
     row = await access.managed(session, principal, limit_id)
-    return await status_out(engine, row)
+    return await status_out(session, row)
 
 
 async def mine(
-    session: AsyncSession, engine: AsyncEngine, principal: Principal, cursor: str | None, limit: int
+    session: AsyncSession, principal: Principal, cursor: str | None, limit: int
 ) -> Page[MyLimitOut]:
     """Limits on the caller and on every economy they take part in, each with its status."""
     check_limit(limit)
@@ -198,7 +196,7 @@ async def mine(
     where = store.Filter(visible=store.on_subjects(economies, [principal.user_id]))
     rows = await store.page(session, where, after, limit + 1)
     data = [
-        MyLimitOut(**limit_out(row).model_dump(), status=await status_out(engine, row))
+        MyLimitOut(**limit_out(row).model_dump(), status=await status_out(session, row))
         for row in rows[:limit]
     ]
     return Page[MyLimitOut](data=data, next_cursor=_next_cursor(rows, limit))

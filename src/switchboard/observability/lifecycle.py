@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from switchboard.observability import events, tracing
 from switchboard.observability.metrics import Metrics
+from switchboard.observability.pool_gauges import PoolGauges
 
 
 async def startup(app: Any) -> None:
@@ -18,6 +19,8 @@ async def startup(app: Any) -> None:
     sink = getattr(app.state, "call_sink", None)
     if sink is not None:
         events.watch_writer(sink, metrics)
+    app.state.pool_gauges = PoolGauges(app.state.engine, metrics)
+    app.state.pool_gauges.start()
     settings = app.state.settings
     app.state.tracing = bool(settings.otel_traces_endpoint) and not tracing.ON
     if app.state.tracing:
@@ -25,5 +28,8 @@ async def startup(app: Any) -> None:
 
 
 async def shutdown(app: Any) -> None:
+    gauges = getattr(app.state, "pool_gauges", None)
+    if gauges is not None:
+        await gauges.stop()
     if getattr(app.state, "tracing", False):
         tracing.shutdown()  # exports the spans still pending

@@ -125,6 +125,30 @@ class Metrics:
             buckets=COMMIT_BUCKETS,
             registry=registry,
         )
+        # The PostgreSQL connection budget (db/budgeted_pool.py); summed over a server's workers.
+        self.db_pool_size = Gauge(
+            "switchboard_db_pool_size",
+            "Database connections the process's pool may open at most (SWITCHBOARD_DATABASE_POOL_SIZE).",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.db_connections_in_use = Gauge(
+            "switchboard_db_connections_in_use",
+            "Database connections checked out of the pool (the limits ledger's kept ones included), "
+            "sampled every second.",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.db_pool_waits = Counter(
+            "switchboard_db_pool_waits",
+            "Checkouts that found every connection of the pool's budget taken and waited for one.",
+            registry=registry,
+        )
+        self.db_pool_wait_seconds = Counter(
+            "switchboard_db_pool_wait_seconds",
+            "Time spent waiting for a connection of the pool's budget.",
+            registry=registry,
+        )
         self._series: dict[tuple[str, str, str, str], CallSeries] = {}
         self._models: set[tuple[str, str]] = set()  # the pairs with a label of their own
         self._unlisted = 0  # of those, the ones the catalog does not list
@@ -132,6 +156,10 @@ class Metrics:
         self._costs: dict[str, Counter] = {}
         self._classes: dict[tuple[str, str], Counter] = {}
         self._errors: dict[tuple[str, str], Counter] = {}
+
+    def pool_waited(self, seconds: float) -> None:
+        self.db_pool_waits.inc()
+        self.db_pool_wait_seconds.inc(seconds)
 
     def series(
         self,
