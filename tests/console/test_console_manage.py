@@ -81,6 +81,24 @@ def test_limits_are_created_edited_and_deleted_by_an_economy_owner(watched: Watc
     assert world.client("admin").get(f"/limits/{created['id']}").status_code == 404
 
 
+def test_an_owner_is_offered_no_edit_or_delete_for_a_limit_an_admin_set(
+    watched: Watched, world: World
+) -> None:
+    # The admin set the research economy's monthly cost limit; alice owns the economy but may not change it.
+    edit = re.compile(rf"^Edit economy .*{re.escape(ECONOMY_SLUG)}.*cost per month")
+    delete = re.compile(rf"^Delete economy .*{re.escape(ECONOMY_SLUG)}.*cost per month")
+    page = sign_in(watched, world.admin)
+    open_view(page, "Limits")
+    expect(page.get_by_role("button", name=edit)).to_have_count(1)
+    page.get_by_role("button", name="Sign out").click()
+
+    page = sign_in(watched, world.alice)
+    open_view(page, "Limits")
+    expect(page.get_by_text("cost per month").first).to_be_visible()
+    expect(page.get_by_role("button", name=edit)).to_have_count(0)
+    expect(page.get_by_role("button", name=delete)).to_have_count(0)
+
+
 def test_a_cost_limit_is_typed_in_currency_units_and_a_bad_amount_stores_nothing(
     watched: Watched, world: World
 ) -> None:

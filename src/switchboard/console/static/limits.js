@@ -22,6 +22,9 @@ import {
 } from "./dom.js";
 import { learnPeople, personName } from "./people.js";
 
+/** Authority levels, lowest first, as the API ranks them (limits/authority.py). */
+const LEVELS = ["owner", "admin", "superadmin", "operator"];
+
 const METRICS = ["cost", "requests", "tokens"];
 const WINDOWS = ["minute", "hour", "day", "month", "total"];
 
@@ -167,7 +170,13 @@ export async function limitsView(ctx, body) {
       rooms: new Map(rooms.map((room) => [room.id, room])),
     };
     const all = new Map(mine.map((limit) => [limit.id, limit]));
-    const mayChange = new Set(managed.filter((limit) => limit.managed_by === "api").map((limit) => limit.id));
+    // Only the authority that set a limit, or a higher one, may change it (the API answers 403 otherwise).
+    const level = LEVELS.indexOf(ctx.me.role === "SuperAdmin" ? "superadmin" : ctx.me.role === "Admin" ? "admin" : "owner");
+    const mayChange = new Set(
+      managed
+        .filter((limit) => limit.managed_by === "api" && LEVELS.indexOf(limit.authority ?? "owner") <= level)
+        .map((limit) => limit.id),
+    );
     const extra = managed.filter((limit) => !all.has(limit.id)).slice(0, 200);
     const statuses = await Promise.all(extra.map((limit) => get(`/limits/${limit.id}/status`)));
     extra.forEach((limit, index) => all.set(limit.id, { ...limit, status: statuses[index] }));
