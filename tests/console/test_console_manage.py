@@ -126,6 +126,27 @@ def test_a_cost_limit_is_typed_in_currency_units_and_a_bad_amount_stores_nothing
     assert world.client("admin").delete(f"/limits/{created['id']}").status_code == 204
 
 
+def test_an_admin_deletes_an_unused_economy_and_is_told_why_a_metered_one_stays(
+    watched: Watched, world: World
+) -> None:
+    slug = f"spare-{uuid.uuid4().hex[:8]}"
+    created = world.client("admin").post("/economies", json={"slug": slug, "name": "Spare"})
+    assert created.status_code == 201, created.text
+    page = sign_in(watched, world.admin)
+    open_view(page, "Economies")
+    page.get_by_role("button", name=f"Delete {slug}", exact=True).click()
+    page.get_by_role("button", name=f"Confirm: Delete {slug}", exact=True).click()
+    expect(page.get_by_role("cell", name=slug, exact=True)).to_have_count(0)
+    assert world.client("admin").get(f"/economies/{created.json()['id']}").status_code == 404
+
+    # The research economy has usage: the API keeps it (409) and the page says why.
+    watched.expect_failure(f"/economies/{world.economy['id']}")
+    page.get_by_role("button", name=f"Delete {ECONOMY_SLUG}", exact=True).click()
+    page.get_by_role("button", name=f"Confirm: Delete {ECONOMY_SLUG}", exact=True).click()
+    expect(page.get_by_role("alert")).to_contain_text("usage records")
+    assert world.client("admin").get(f"/economies/{ECONOMY_SLUG}").status_code == 200
+
+
 def test_an_admin_creates_and_edits_an_economy_and_its_participants_and_others_are_not_offered_it(
     watched: Watched, world: World
 ) -> None:

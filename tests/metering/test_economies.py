@@ -11,7 +11,14 @@ import pytest
 from switchboard.config_file import ConfigError, load_config, locate
 from switchboard.metering.economies import check_config_economies
 from tests.conftest import GatewayFactory
-from tests.metering.conftest import TEAM_MARKUP_BPS, EconomyFactory, add_participant, metering_config
+from tests.metering.conftest import (
+    TEAM_MARKUP_BPS,
+    EconomyFactory,
+    add_participant,
+    make_outcome,
+    metering_config,
+    record,
+)
 from tests.support.gateway import Gateway, User, write_config
 
 
@@ -221,6 +228,56 @@ def test_config_economies_are_changed_in_the_config_not_over_rest(admin: User) -
     response = admin.client.patch("/economies/team", json={"markup_bps": 0})
     assert response.status_code == 409
     assert admin.client.get("/economies/team").json()["markup_bps"] == TEAM_MARKUP_BPS
+
+
+def test_an_admin_deletes_an_economy_nothing_depends_on_with_its_participants_and_budget(
+    admin: User, make_economy: EconomyFactory, metering_gateway: Gateway
+) -> None:
+    economy = make_economy(budget="1000")
+    owner = metering_gateway.user()
+    add_participant(admin.client, economy["id"], user_id=str(owner.id), role="owner")
+    on_it = {"subject_type": "economy", "subject_id": economy["id"]}
+    (budget,) = admin.client.get("/limits", params=on_it).json()["data"]
+
+    assert owner.client.delete(f"/economies/{economy['id']}").status_code == 403  # owners do not delete
+    deleted = admin.client.delete(f"/economies/{economy['slug']}")
+    assert deleted.status_code == 204, deleted.text
+    assert admin.client.get(f"/economies/{economy['id']}").status_code == 404
+    assert admin.client.get(f"/limits/{budget['id']}").status_code == 404
+    assert economy["id"] not in {e["id"] for e in owner.client.get("/economies").json()["data"]}
+    assert admin.client.delete(f"/economies/{economy['id']}").status_code == 404
+
+
+def test_an_economy_with_usage_a_room_or_a_limit_is_kept_with_a_409_saying_why(
+    admin: User, make_economy: EconomyFactory, metering_gateway: Gateway
+) -> None:
+    for config_or_default in ("team", "default"):
+        assert admin.client.delete(f"/economies/{config_or_default}").status_code == 409
+
+    metered = make_economy()
+    record(metering_gateway, [make_outcome(metered["id"], admin.id, prompt_tokens=3, completion_tokens=1)])
+    refused = admin.client.delete(f"/economies/{metered['id']}")
+    assert refused.status_code == 409 and "usage records" in refused.json()["error"]
+
+    limited = make_economy()
+    limit = admin.client.post(
+        "/limits",
+        json={"subject_type": "user", "subject_id": str(admin.id), "economy_id": limited["id"],
+              "metric": "requests", "window": "day", "amount": "5"},
+    )  # fmt: skip
+    assert limit.status_code == 201, limit.text
+    refused = admin.client.delete(f"/economies/{limited['id']}")
+    assert refused.status_code == 409 and "limits" in refused.json()["error"]
+    assert admin.client.delete(f"/limits/{limit.json()['id']}").status_code == 204
+    assert admin.client.delete(f"/economies/{limited['id']}").status_code == 204
+
+    defaulted = make_economy()
+    room = admin.client.post("/working-groups", json={"name": "r", "default_economy_id": defaulted["id"]})
+    assert room.status_code == 201, room.text
+    refused = admin.client.delete(f"/economies/{defaulted['id']}")
+    assert refused.status_code == 409 and "room" in refused.json()["error"]
+    for kept in (metered, defaulted):
+        assert admin.client.get(f"/economies/{kept['id']}").status_code == 200
 
 
 @pytest.mark.parametrize(

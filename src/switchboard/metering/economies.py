@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, exists, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -19,7 +19,7 @@ from switchboard.errors import Conflict, NotFound
 from switchboard.kit.clock import utcnow
 from switchboard.limits.budgets import sync_budget
 from switchboard.limits.rules import MAX_AMOUNT, parse_amount
-from switchboard.metering.models import EconomyRow
+from switchboard.metering.models import EconomyRow, ParticipantRow, UsageDailyRollupRow, UsageRecordRow
 from switchboard.upstream import providers
 
 DEFAULT_SLUG = "default"
@@ -245,3 +245,45 @@ async def update_economy(session: AsyncSession, economy: Economy, changes: Mappi
     if "budget" in values:
         await sync_budget(session, economy.id, values["budget"])  # the budget is a limit (SPEC §13)
     return await get_economy(session, str(economy.id))
+
+
+async def delete_economy(session: AsyncSession, economy: Economy) -> None:
+    """Delete an economy nothing depends on: one made by mistake, never metered to.
+
+    Usage is billing history, so an economy with records (or rollups, once records are purged) stays;
+    so does one a room, an agent or a limit other than its own budget still names: each is a 409
+    saying what to change first. Its participants and its budget go with it.
+    """
+    # Rooms, agents and limits are other domains' tables; they are read here only to refuse.
+    from switchboard.agents.models import AgentVersion
+    from switchboard.groups.models import Room
+    from switchboard.limits.budgets import budget_limit_id
+    from switchboard.limits.models import LimitRow
+
+    if economy.managed_by == MANAGED_BY_CONFIG:
+        raise Conflict(f"economy {economy.slug!r} is declared in the config file; remove it there")
+    if economy.is_default:
+        raise Conflict("the default economy cannot be deleted")
+    key = economy.id
+    blockers = (
+        (exists().where(UsageRecordRow.economy_id == key), "it has usage records, which billing keeps"),
+        (exists().where(UsageDailyRollupRow.economy_id == key), "it has usage records, which billing keeps"),
+        (exists().where(Room.default_economy_id == key), "a room uses it as its default economy"),
+        (exists().where(AgentVersion.economy_id == key), "an agent meters to it"),
+        (
+            exists().where(
+                or_(
+                    LimitRow.economy_id == key,
+                    (LimitRow.subject_type == "economy") & (LimitRow.subject_id == str(key)),
+                ),
+                LimitRow.id != budget_limit_id(key),
+            ),
+            "limits apply to it; delete them first",
+        ),
+    )
+    for clause, why in blockers:
+        if await session.scalar(select(clause)):
+            raise Conflict(f"economy {economy.slug!r} cannot be deleted: {why}")
+    await sync_budget(session, key, None)
+    await session.execute(delete(ParticipantRow).where(ParticipantRow.economy_id == key))
+    await session.execute(delete(EconomyRow).where(EconomyRow.id == key))

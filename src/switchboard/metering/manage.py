@@ -121,6 +121,12 @@ async def change(session: AsyncSession, principal: Principal, ref: str, body: Ec
     return economy_out(updated)
 
 
+async def remove(session: AsyncSession, principal: Principal, ref: str) -> None:
+    require_economy_admin(principal)
+    await economies.delete_economy(session, await economies.get_economy(session, ref))
+    _forget(session)
+
+
 async def participants(
     session: AsyncSession, principal: Principal, ref: str, cursor: str | None, limit: int
 ) -> Page[ParticipantOut]:

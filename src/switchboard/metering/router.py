@@ -70,6 +70,16 @@ async def update_economy(
     return changed
 
 
+@router.delete("/{economy}", status_code=status.HTTP_204_NO_CONTENT, operation_id="deleteEconomy_Economies")
+async def delete_economy(
+    economy: str, principal: CurrentPrincipal, session: DbSession, registry: LimitRegistry
+) -> Response:
+    """Admin: an economy never metered to and named by no room, agent or limit (else 409)."""
+    await manage.remove(session, principal, economy)
+    on_commit(session, registry)  # its budget limit is gone
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
 @router.get("/{economy}/participants", operation_id="listEconomyParticipants_Economies")
 async def list_participants(
     economy: str,

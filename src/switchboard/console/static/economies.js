@@ -158,10 +158,12 @@ export async function economiesView(ctx, body, params) {
   }
   const bar = h("div", { class: "actions" });
   const panel = h("div");
+  const messages = h("div");
   const listing = h("div");
 
   async function refresh(said) {
     put(panel);
+    put(messages);
     if (said) announce(said);
     const economies = await getAll("/economies");
     const open = (economy) => () =>
@@ -177,7 +179,22 @@ export async function economiesView(ctx, body, params) {
       economy.budget ? formatNano(economy.budget, economy.currency) : "none",
       economy.managed_by,
       economy.managed_by === "api"
-        ? h("button", { type: "button", "aria-label": `Edit ${economy.slug}`, onclick: open(economy) }, "Edit")
+        ? h(
+            "span",
+            {},
+            h("button", { type: "button", "aria-label": `Edit ${economy.slug}`, onclick: open(economy) }, "Edit"),
+            " ",
+            // The API keeps an economy that has usage or that a room, agent or limit names (409, shown).
+            confirmButton(
+              "Delete",
+              `Delete ${economy.slug}`,
+              async () => {
+                await call("DELETE", `/economies/${economy.id}`);
+                await refresh("Economy deleted");
+              },
+              (error) => showError(messages, error),
+            ),
+          )
         : "",
     ]);
     put(bar, h("button", { type: "button", onclick: open(null) }, "New economy"));
@@ -197,6 +214,7 @@ export async function economiesView(ctx, body, params) {
     h("p", { class: "hint" }, "Economies declared in the config file are changed there; a budget is a monthly cost limit."),
     bar,
     panel,
+    messages,
     listing,
   );
   await refresh();
