@@ -19,8 +19,8 @@ from switchboard.kit.secret import Secret
 from switchboard.upstream.client import UpstreamClient
 from switchboard.upstream.egress import Egress
 from switchboard.upstream.types import UpstreamTarget
-from tests.upstream.conftest import KEY, MESSAGES
 from tests.egress.conftest import TIMEOUTS
+from tests.upstream.conftest import KEY, MESSAGES
 from tests.upstream.raw_server import RawProvider, answer, certificates
 
 BODY = {"messages": MESSAGES, "max_tokens": 5}
