@@ -173,8 +173,9 @@ class ResetsItsFirstConnection(RawProvider):
             yield base_url.replace("http://", "https://", 1)
 
 
+@pytest.mark.parametrize("kind", KINDS)
 async def test_a_failed_connect_is_tried_again_on_a_fresh_connection_within_the_attempt(
-    tmp_path: Path,
+    tmp_path: Path, kind: str
 ) -> None:
     """SPEC §21: nothing was written, so the upstream layer connects again; the caller sees one
     exchange (one attempt), and the provider one request."""
@@ -183,21 +184,22 @@ async def test_a_failed_connect_is_tried_again_on_a_fresh_connection_within_the_
     upstream = UpstreamClient(TIMEOUTS, Egress(ca_bundle=certs.authority))
     try:
         async with raw.running() as base_url:
-            reply = await upstream.chat(at("openai", base_url), BODY)
+            reply = await upstream.chat(at(kind, base_url), BODY)
     finally:
         await upstream.aclose()
     assert orjson.loads(reply.body)["choices"][0]["message"]["content"] == "hi"
     assert raw.accepted == 2 and len(raw.requests) == 1
 
 
+@pytest.mark.parametrize("kind", KINDS)
 async def test_a_provider_that_reads_the_request_and_never_answers_receives_it_once(
-    upstream: UpstreamClient,
+    upstream: UpstreamClient, kind: str
 ) -> None:
     """SPEC §21 over §14: past the first-byte deadline the request may be running, so it ends the
     call (504) rather than being sent again."""
     raw = RawProvider(b"")  # reads the whole request, answers nothing, keeps the connection open
     async with raw.running() as base_url:
-        target = UpstreamTarget("openai", "m", Secret(KEY), base_url, allow_private=True, first_byte=0.5)
+        target = UpstreamTarget(kind, "m", Secret(KEY), base_url, allow_private=True, first_byte=3.0)
         with pytest.raises(UpstreamUnanswered) as caught:
             await upstream.chat(target, BODY)
     assert caught.value.status == 504
