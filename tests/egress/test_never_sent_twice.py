@@ -18,7 +18,7 @@ from switchboard.errors import UpstreamDropped, UpstreamUnanswered
 from switchboard.kit.secret import Secret
 from switchboard.upstream.client import UpstreamClient
 from switchboard.upstream.egress import Egress
-from switchboard.upstream.types import UpstreamTarget
+from switchboard.upstream.types import Timeouts, UpstreamTarget
 from tests.egress.conftest import TIMEOUTS
 from tests.upstream.conftest import KEY, MESSAGES
 from tests.upstream.raw_server import RawProvider, answer, certificates
@@ -203,4 +203,19 @@ async def test_a_provider_that_reads_the_request_and_never_answers_receives_it_o
         with pytest.raises(UpstreamUnanswered) as caught:
             await upstream.chat(target, BODY)
     assert caught.value.status == 504
+    assert len(raw.requests) == 1
+
+
+async def test_a_gemini_embedding_request_never_answered_is_not_sent_again() -> None:
+    quick = UpstreamClient(Timeouts(connect=10.0, first_byte=3.0, idle=30.0))
+    raw = RawProvider(b"")  # reads the whole request, answers nothing, keeps the connection open
+    try:
+        async with raw.running() as base_url:
+            target = UpstreamTarget(
+                "gemini", "text-embedding-004", Secret(KEY), base_url[:-3], allow_private=True
+            )
+            with pytest.raises(UpstreamUnanswered):
+                await quick.embeddings(target, {"input": "a"})
+    finally:
+        await quick.aclose()
     assert len(raw.requests) == 1

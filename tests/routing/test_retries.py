@@ -53,6 +53,22 @@ def test_a_provider_that_reads_the_request_and_never_answers_ends_the_call(calle
     assert (record["status"], record["error_code"]) == ("error", "LLM_FAILED")
 
 
+def test_a_stream_the_provider_never_answers_ends_the_call(caller: Caller) -> None:
+    hanging, fallback = key("hang"), key()
+    caller.add_key("openai", hanging)
+    caller.add_key("anthropic", fallback)
+    response = caller.post(
+        {
+            "model": f"openai/{QUICK}",
+            "stream": True,
+            "models": [f"openai/{QUICK}", "anthropic/claude-3-5-haiku-latest"],
+        }
+    )
+    assert response.status_code == 504, response.text
+    assert response.headers["x-switchboard-attempts"] == "1"
+    assert caller.tried(hanging) == 1 and caller.tried(fallback) == 0
+
+
 def test_a_refused_connection_is_retried_then_the_next_route(caller: Caller) -> None:
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
