@@ -202,6 +202,13 @@ class UpstreamTimeout(UpstreamFailed):
     default_message = "the provider timed out"
 
 
+class UpstreamUnanswered(UpstreamTimeout):
+    """The first-byte timeout passed after the request was written (SPEC §21): the provider may be
+    running it, so, as for a drop, the call ends with this 504; no route is tried again."""
+
+    default_message = "the provider did not answer in time after the request was sent; it was not retried"
+
+
 class UpstreamConnectionFailed(UpstreamFailed):
     """No HTTP answer: the connection could not be opened, or broke before the answer was complete.
 

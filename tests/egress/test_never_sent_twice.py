@@ -6,18 +6,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import orjson
 import pytest
 
-from switchboard.errors import UpstreamDropped
+from switchboard.errors import UpstreamDropped, UpstreamUnanswered
 from switchboard.kit.secret import Secret
 from switchboard.upstream.client import UpstreamClient
-from switchboard.upstream.types import UpstreamTarget
+from switchboard.upstream.egress import Egress
+from switchboard.upstream.types import Timeouts, UpstreamTarget
+from tests.egress.conftest import TIMEOUTS
 from tests.upstream.conftest import KEY, MESSAGES
-from tests.upstream.raw_server import RawProvider, answer
+from tests.upstream.raw_server import RawProvider, answer, certificates
 
 BODY = {"messages": MESSAGES, "max_tokens": 5}
 OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
@@ -142,3 +146,76 @@ async def test_a_keep_alive_connection_the_provider_closed_while_idle_costs_noth
             await until(raw.gone.is_set)  # the provider has closed it; the next call comes at once
             assert raw.connections == call + 1
     assert len(raw.requests) == 3
+
+
+class ResetsItsFirstConnection(RawProvider):
+    """A TLS provider whose first connection is reset before the handshake ends: a connect failure,
+    with nothing of the request written. Every later connection is served."""
+
+    def __init__(self, server: ssl.SSLContext, *answers: bytes) -> None:
+        super().__init__(*answers)
+        self.server_tls = server
+        self.accepted = 0
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        if self.accepted == 1:
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            writer.transport.abort()  # linger 0: a reset, before any TLS byte is answered
+            return
+        await writer.start_tls(self.server_tls)
+        await super()._serve(reader, writer)
+
+    @contextlib.asynccontextmanager
+    async def running(self, host: str = "localhost") -> AsyncIterator[str]:
+        async with super().running(host) as base_url:
+            yield base_url.replace("http://", "https://", 1)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_failed_connect_is_tried_again_on_a_fresh_connection_within_the_attempt(
+    tmp_path: Path, kind: str
+) -> None:
+    """SPEC §21: nothing was written, so the upstream layer connects again; the caller sees one
+    exchange (one attempt), and the provider one request."""
+    certs = certificates(tmp_path)
+    raw = ResetsItsFirstConnection(certs.server, answer(OK, COMPLETION))
+    upstream = UpstreamClient(TIMEOUTS, Egress(ca_bundle=certs.authority))
+    try:
+        async with raw.running() as base_url:
+            reply = await upstream.chat(at(kind, base_url), BODY)
+    finally:
+        await upstream.aclose()
+    assert orjson.loads(reply.body)["choices"][0]["message"]["content"] == "hi"
+    assert raw.accepted == 2 and len(raw.requests) == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_provider_that_reads_the_request_and_never_answers_receives_it_once(
+    upstream: UpstreamClient, kind: str
+) -> None:
+    """SPEC §21 over §14: past the first-byte deadline the request may be running, so it ends the
+    call (504) rather than being sent again."""
+    raw = RawProvider(b"")  # reads the whole request, answers nothing, keeps the connection open
+    async with raw.running() as base_url:
+        target = UpstreamTarget(kind, "m", Secret(KEY), base_url, allow_private=True, first_byte=3.0)
+        with pytest.raises(UpstreamUnanswered) as caught:
+            await upstream.chat(target, BODY)
+    assert caught.value.status == 504
+    assert len(raw.requests) == 1
+
+
+async def test_a_gemini_embedding_request_never_answered_is_not_sent_again() -> None:
+    quick = UpstreamClient(Timeouts(connect=10.0, first_byte=3.0, idle=30.0))
+    raw = RawProvider(b"")  # reads the whole request, answers nothing, keeps the connection open
+    try:
+        async with raw.running() as base_url:
+            target = UpstreamTarget(
+                "gemini", "text-embedding-004", Secret(KEY), base_url[:-3], allow_private=True
+            )
+            with pytest.raises(UpstreamUnanswered):
+                await quick.embeddings(target, {"input": "a"})
+    finally:
+        await quick.aclose()
+    assert len(raw.requests) == 1

@@ -1,4 +1,4 @@
-"""Trying the same route again (SPEC §14): on connect errors and timeouts before the first byte, `retries`
+"""Trying the same route again (SPEC §14): on connect errors and connect timeouts, `retries`
 more times; never on other 4xx; never once the first byte has reached the client; never once the
 request may have reached the provider unanswered (SPEC §21)."""
 
@@ -33,20 +33,40 @@ def test_a_request_the_provider_read_then_dropped_is_never_sent_again(caller: Ca
     assert (record["status"], record["credential_id"]) == ("error", credential)
 
 
-def test_a_provider_that_never_answers_times_out_and_the_call_moves_on(caller: Caller) -> None:
+def test_a_provider_that_reads_the_request_and_never_answers_ends_the_call(caller: Caller) -> None:
+    """SPEC §21 over §14: past the first-byte deadline the request may be running at the provider,
+    so neither the same key again nor the other one; 504."""
     # gpt-quick's own routing: first_byte_timeout_s 0.5, retries 0.
     hanging, answering = key("hang"), key()
     caller.add_key("openai", hanging)
     caller.add_key("openai", answering)
-    raws = [caller.chat(f"openai/{QUICK}") for _ in range(2)]  # each key is first in line once
-    assert all(raw.parse().choices[0].message.content for raw in raws)
-    assert caller.tried(hanging) == 1  # retries 0: one try, then the other key
-    records = [record for raw in raws for record in caller.records(raw.headers["x-request-id"])]
-    assert sorted((r["status"], r["error_code"]) for r in records) == [
-        ("error", "LLM_FAILED"),
-        ("ok", None),
-        ("ok", None),
-    ]
+    failed = None
+    for _ in range(2):  # each key is first in line once
+        try:
+            caller.chat(f"openai/{QUICK}")
+        except openai.APIStatusError as exc:
+            failed = exc
+    assert failed is not None and failed.status_code == 504
+    assert failed.response.headers["x-switchboard-attempts"] == "1"
+    assert caller.tried(hanging) == 1 and caller.tried(answering) == 1  # the other call's answer
+    [record] = caller.records(failed.response.headers["x-request-id"])
+    assert (record["status"], record["error_code"]) == ("error", "LLM_FAILED")
+
+
+def test_a_stream_the_provider_never_answers_ends_the_call(caller: Caller) -> None:
+    hanging, fallback = key("hang"), key()
+    caller.add_key("openai", hanging)
+    caller.add_key("anthropic", fallback)
+    response = caller.post(
+        {
+            "model": f"openai/{QUICK}",
+            "stream": True,
+            "models": [f"openai/{QUICK}", "anthropic/claude-3-5-haiku-latest"],
+        }
+    )
+    assert response.status_code == 504, response.text
+    assert response.headers["x-switchboard-attempts"] == "1"
+    assert caller.tried(hanging) == 1 and caller.tried(fallback) == 0
 
 
 def test_a_refused_connection_is_retried_then_the_next_route(caller: Caller) -> None:

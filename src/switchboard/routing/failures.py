@@ -18,13 +18,14 @@ from switchboard.errors import (
     UpstreamDropped,
     UpstreamFailed,
     UpstreamTimeout,
+    UpstreamUnanswered,
 )
 
 MAX_COOLDOWN_S = 24 * 3600.0
 
 
 class Verdict(enum.Enum):
-    RETRY = "retry"  # no answer (connect error, timeout): the same route again, then the next
+    RETRY = "retry"  # nothing sent (connect error or timeout): the same route again, then the next
     FAILED = "failed"  # the provider failed (5xx, Anthropic's 529): the next route
     RATE_LIMITED = "rate_limited"  # 429: the next route; this one cools down for its Retry-After
     REJECTED = "rejected"  # the key was refused: the next route; this key waits for a new secret
@@ -32,7 +33,7 @@ class Verdict(enum.Enum):
 
 
 def verdict_of(error: BaseException) -> Verdict:
-    if isinstance(error, UpstreamDropped):  # it may have run: never sent again (SPEC §21)
+    if isinstance(error, UpstreamDropped | UpstreamUnanswered):  # it may have run: never sent again (§21)
         return Verdict.STOP
     if isinstance(error, UpstreamTimeout | UpstreamConnectionFailed):
         return Verdict.RETRY

@@ -28,6 +28,10 @@ MAX_CONNECTIONS = 2000
 # Below the idle limits providers' front ends use, so a pooled connection is rarely closed under us
 # (a POST is never retried on a connection the server dropped while it was idle: it may have run).
 KEEPALIVE_SECONDS = 30.0
+# A connect that failed (refused, reset, TLS) wrote nothing, so it is tried once more on a fresh
+# connection inside the same connect-timeout budget (SPEC §21): a blip costs no attempt, and a dead
+# host costs at most one connect timeout before §14 moves on.
+CONNECT_TRIES = 2
 HAPPY_EYEBALLS_DELAY = 0.25  # RFC 8305's connection attempt delay, as aiohttp and asyncio use
 
 
@@ -71,7 +75,7 @@ class ConnectionPool:
         self, origin: Origin, deadline: float, connect_timeout: float | None = None
     ) -> Http1Connection:
         """A new connection, within the connect timeout (the pool's, or a tighter `connect_timeout`)
-        and `deadline`, whichever comes first."""
+        and `deadline`, whichever comes first; a failed connect is tried again within that budget."""
         loop = asyncio.get_running_loop()
         limit = (
             self._connect_timeout if connect_timeout is None else min(connect_timeout, self._connect_timeout)
@@ -82,14 +86,21 @@ class ConnectionPool:
                 reused = self.reuse(origin)  # one may have come back while this call waited
                 if reused is not None:
                     return reused
-            conn = Http1Connection(loop, origin, self._max_inflated)
-            self._busy.add(conn)
-            try:
-                await self._open(loop, origin, conn)
-            except BaseException:
-                self.release(conn)
-                raise
-        return conn
+            for tries_left in range(CONNECT_TRIES - 1, -1, -1):
+                conn = Http1Connection(loop, origin, self._max_inflated)
+                self._busy.add(conn)
+                try:
+                    await self._open(loop, origin, conn)
+                except ConnectFailed:
+                    self.release(conn)
+                    if not tries_left:
+                        raise
+                    continue  # nothing was written: a fresh connection, not an attempt (SPEC §21)
+                except BaseException:
+                    self.release(conn)
+                    raise
+                return conn
+        raise AssertionError("unreachable: the last try returns or raises")
 
     def release(self, conn: Http1Connection) -> None:
         """Back to the pool when the exchange left nothing on it, otherwise closed."""

@@ -4,8 +4,11 @@ rule, the egress proxy, the trusted roots, and what a failure after the request 
 from __future__ import annotations
 
 import ssl
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -49,3 +52,35 @@ class RequestDropped(httpx.NetworkError):
     Not a RemoteProtocolError nor a ConnectError: litellm's handler sends those again on a new
     connection, and this request must not be sent twice.
     """
+
+
+class Written:
+    """Whether a request of the current call started going out (its head, past any connect and
+    proxy tunnel): set by EgressTransport, read by whoever timed the call. A first-byte timeout
+    after that may leave the request running at the provider, so it is not sent again (SPEC §21)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = False
+
+
+# Set by a caller that times its own call (litellm's, Gemini embeddings'); None: nobody asks.
+WRITTEN: ContextVar[Written | None] = ContextVar("switchboard_upstream_written", default=None)
+
+Trace = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+def tracing_writes(written: Written, inner: Trace | None) -> Trace:
+    """An httpcore `trace` extension that marks `written` when the request's head starts out (a
+    proxy's CONNECT is not the request), then calls any trace the request already had."""
+
+    async def trace(name: str, info: dict[str, Any]) -> None:
+        if name == "http11.send_request_headers.started":
+            request = info.get("request")
+            if getattr(request, "method", b"") != b"CONNECT":
+                written.value = True
+        if inner is not None:
+            await inner(name, info)
+
+    return trace

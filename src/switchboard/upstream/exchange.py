@@ -7,8 +7,9 @@ import asyncio
 import httpx
 import orjson
 
-from switchboard.errors import BadRequest
+from switchboard.errors import BadRequest, UpstreamUnanswered
 from switchboard.upstream import provider_errors
+from switchboard.upstream.egress import WRITTEN, Written
 from switchboard.upstream.pool import ClientPool
 from switchboard.upstream.types import Timeouts, UpstreamTarget
 
@@ -31,11 +32,17 @@ async def open_response(
     pool: ClientPool, target: UpstreamTarget, request: httpx.Request, deadline: float
 ) -> httpx.Response:
     """The response once its headers arrived (by `deadline`); provider errors raised as the gateway's."""
+    written = Written()
+    marker = WRITTEN.set(written)
     try:
         async with asyncio.timeout_at(deadline):
             response = await pool.client(target.allow_private).send(request, stream=True)
     except FAILURES as exc:
+        if isinstance(exc, TimeoutError) and written.value:  # it may be running: not sent again (§21)
+            raise UpstreamUnanswered() from None
         raise provider_errors.from_transport(exc) from None
+    finally:
+        WRITTEN.reset(marker)
     if response.status_code >= 400:
         try:
             body = await read_body(response, pool.timeouts, ERROR_BODY_LIMIT)

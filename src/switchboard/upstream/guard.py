@@ -16,7 +16,7 @@ import httpcore
 import httpx
 
 from switchboard.kit.netaddr import resolve_host
-from switchboard.upstream.egress import Egress, RequestDropped, forbidden_among
+from switchboard.upstream.egress import WRITTEN, Egress, RequestDropped, forbidden_among, tracing_writes
 from switchboard.upstream.proxy import ProxyAddress
 
 # httpcore's own socket option type (it keeps it in a private module).
@@ -166,6 +166,12 @@ class EgressTransport(httpx.AsyncBaseTransport):
             if self._strict:
                 await self._check(url.host, url.port or (443 if url.scheme == "https" else 80))
             transport = self._proxied.get(proxy) or self._proxied.setdefault(proxy, self._pool(proxy))
+        written = WRITTEN.get()
+        if written is not None:
+            request.extensions = {
+                **request.extensions,
+                "trace": tracing_writes(written, request.extensions.get("trace")),
+            }
         try:
             return await transport.handle_async_request(request)
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from switchboard.errors import UpstreamDropped, UpstreamFailed
+from switchboard.errors import UpstreamDropped, UpstreamFailed, UpstreamUnanswered
 from switchboard.upstream import provider_errors
 from switchboard.upstream.connection_pool import ConnectionPool
 from switchboard.upstream.endpoints import Endpoint
@@ -43,10 +43,11 @@ async def open_response(
         await conn.wait_headers(deadline)
     except BaseException as exc:
         pool.release(conn)  # the answer has not ended, so this closes the connection
+        # The request went out and no status came back: it may have run, so it is never sent
+        # again (SPEC §21), whether the connection broke or the first-byte deadline passed.
         if isinstance(exc, TimeoutError):
-            raise provider_errors.from_transport(exc) from None
+            raise UpstreamUnanswered() from None
         if isinstance(exc, FAILURES):
-            # The request went out and no status came back: it may have run (SPEC §21).
             raise UpstreamDropped() from None
         raise
     status = conn.status

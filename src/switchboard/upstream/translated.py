@@ -12,7 +12,13 @@ from typing import Any
 
 import httpx
 
-from switchboard.errors import BadRequest, SwitchboardError, Unprocessable, UpstreamForbidden
+from switchboard.errors import (
+    BadRequest,
+    SwitchboardError,
+    Unprocessable,
+    UpstreamForbidden,
+    UpstreamUnanswered,
+)
 from switchboard.upstream import (
     gemini_embeddings,
     litellm_clients,
@@ -20,6 +26,7 @@ from switchboard.upstream import (
     provider_errors,
     providers,
 )
+from switchboard.upstream.egress import WRITTEN, Written
 from switchboard.upstream.guard_sync import ALLOW_PRIVATE
 from switchboard.upstream.litellm_loader import litellm_module
 from switchboard.upstream.openai_format import chunk_events, completion_body
@@ -189,15 +196,17 @@ class TranslatedRelay:
         litellm, kwargs = await self._call_kwargs(target)
         params = _params(body)
         opened: list[httpx.Response] = []
-        token = _OPENED.set(opened)
+        written = Written()
+        token, marker = _OPENED.set(opened), WRITTEN.set(written)
         policy = ALLOW_PRIVATE.set(target.allow_private)  # litellm's side calls (litellm_clients)
         try:
             async with asyncio.timeout(target.first_byte or self._pool.timeouts.first_byte):
                 result = await litellm.acompletion(**kwargs, **params, _skip_mcp_handler=True)
         except Exception as exc:
-            raise _mapped(exc, target, opened) from None
+            raise _mapped(exc, target, opened, written) from None
         finally:
             _OPENED.reset(token)
+            WRITTEN.reset(marker)
             ALLOW_PRIVATE.reset(policy)
             await _close_all(opened)
         usage, payload = completion_body(result)
@@ -228,6 +237,7 @@ class TranslatedStream(UpstreamStream):
         self._timeouts = relay._pool.timeouts
         self._wrapper: Any = None  # litellm's CustomStreamWrapper
         self._opened: list[httpx.Response] = []
+        self._written = Written()
         self._pending: deque[StreamEvent] = deque()
         self._deadline = 0.0
         self._started = False
@@ -241,6 +251,7 @@ class TranslatedStream(UpstreamStream):
         first_byte = self._target.first_byte or self._timeouts.first_byte
         self._deadline = asyncio.get_running_loop().time() + first_byte
         token = _OPENED.set(self._opened)
+        marker = WRITTEN.set(self._written)
         ALLOW_PRIVATE.set(self._target.allow_private)
         try:
             async with asyncio.timeout_at(self._deadline):
@@ -253,6 +264,7 @@ class TranslatedStream(UpstreamStream):
                 )
         finally:
             _OPENED.reset(token)
+            WRITTEN.reset(marker)
 
     async def __anext__(self) -> StreamEvent:
         if self._closed:
@@ -267,13 +279,14 @@ class TranslatedStream(UpstreamStream):
                     else asyncio.timeout_at(self._deadline)
                 )
                 # Some providers' requests start here, on the first read (litellm's Gemini stream).
-                token = _OPENED.set(self._opened)
+                token, marker = _OPENED.set(self._opened), WRITTEN.set(self._written)
                 ALLOW_PRIVATE.set(self._target.allow_private)
                 try:
                     async with timer:
                         chunk = await anext(self._wrapper, None)
                 finally:
                     _OPENED.reset(token)
+                    WRITTEN.reset(marker)
                 if chunk is None:
                     await self.aclose()
                     raise StopAsyncIteration
@@ -289,7 +302,7 @@ class TranslatedStream(UpstreamStream):
             raise
         except Exception as exc:
             await self.aclose()
-            raise _mapped(exc, self._target, self._opened) from None
+            raise _mapped(exc, self._target, self._opened, self._written) from None
 
     async def aclose(self) -> None:
         if self._closed:
@@ -313,11 +326,16 @@ def _params(body: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy({k: v for k, v in body.items() if k in CHAT_PARAMS})
 
 
-def _mapped(error: Exception, target: UpstreamTarget, opened: list[httpx.Response]) -> SwitchboardError:
+def _mapped(
+    error: Exception, target: UpstreamTarget, opened: list[httpx.Response], written: Written
+) -> SwitchboardError:
     """`opened`: the provider's answers this call got on our transport; none means litellm's own
-    error, unless the kind's calls go over litellm's own connections (then their text tells)."""
+    error, unless the kind's calls go over litellm's own connections (then their text tells).
+    `written`: a request went out on our transport; timed out unanswered, it is not sent again."""
     if isinstance(error, SwitchboardError):
         return error
+    if isinstance(error, TimeoutError) and written.value and not opened:
+        return UpstreamUnanswered()
     if isinstance(error, TimeoutError | httpx.HTTPError | OSError):
         return provider_errors.from_transport(error)
     reached = True if opened else (None if target.provider in providers.OWN_CONNECTIONS else False)
