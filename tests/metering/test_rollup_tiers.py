@@ -8,6 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, select, text
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 
 from switchboard.db.migrate import alembic_config
 from switchboard.kit.clock import utcnow
@@ -143,12 +145,17 @@ async def _writer_waits_for_a_lock(gateway: Gateway) -> None:
         "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
         "WHERE c.relname = 'usage_records' AND NOT l.granted"
     )
-    async with gateway.app.state.engine.connect() as conn:
-        for _ in range(500):
-            if await conn.scalar(waiting):
-                return
-            await conn.rollback()
-            await asyncio.sleep(0.02)
+    # A connection of its own: the gateway's budget (2 in tests) is taken by the rebuild and the writer.
+    watcher = create_async_engine(gateway.app.state.engine.url, poolclass=NullPool)
+    try:
+        async with watcher.connect() as conn:
+            for _ in range(500):
+                if await conn.scalar(waiting):
+                    return
+                await conn.rollback()
+                await asyncio.sleep(0.02)
+    finally:
+        await watcher.dispose()
     raise AssertionError("the usage writer never waited for the rebuild")
 
 

@@ -75,7 +75,11 @@ def test_tls_on_uvloop(tmp_path: Path) -> None:
                     assert (await relay.chat(target, BODY)).body == completion
                 with pytest.raises(UpstreamFailed, match="could not connect"):
                     await strict.chat(target, BODY)
-            assert raw.connections == 1 and len(raw.requests) == 2  # kept alive; the refused one never got in
+            # Each request was sent once and the refused one never got in. The second request reuses the
+            # kept connection unless its socket held unread bytes when it was taken from the pool (a TLS
+            # record the loop had not drained yet, on a busy machine): the stale check then opens a fresh
+            # one rather than risk writing to a closed connection (SPEC §21).
+            assert len(raw.requests) == 2 and raw.connections in (1, 2)
         finally:
             await relay.connections.aclose()
             await strict.connections.aclose()
