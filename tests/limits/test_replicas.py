@@ -79,7 +79,7 @@ def tokens() -> tuple[str, str]:
     return codec.mint(sub=uuid.uuid4(), role="User"), codec.mint(sub=uuid.uuid4(), role="Admin")
 
 
-def setup_caller(url: str, user: str, admin: str, fake_provider: Any, limit: dict[str, Any]) -> str:
+def setup_caller(url: str, user: str, admin: str, fake_provider: Any, limit: dict[str, Any] | None) -> str:
     secret = RECORDER.remember_secret(f"sk-limits-{uuid.uuid4().hex}")
     created = httpx.post(
         f"{url}/llm-credentials",
@@ -87,6 +87,8 @@ def setup_caller(url: str, user: str, admin: str, fake_provider: Any, limit: dic
         json={"provider": "openai", "secret": secret, "base_url": f"{fake_provider.base_url}/v1"},
     )
     assert created.status_code == 201, created.text
+    if limit is None:  # the config file declares it
+        return ""
     added = httpx.post(f"{url}/limits", headers={"authorization": f"Bearer {admin}"}, json=limit)
     assert added.status_code == 201, added.text
     return str(added.json()["id"])
@@ -146,19 +148,18 @@ def test_forty_concurrent_calls_on_two_replicas_spend_exactly_what_the_limit_all
         fake_provider.script(model, held=True)
     user, admin = tokens()
     limit = {"subject_type": "economy", "subject_id": "default", "metric": "cost", "window": "month"}
-    with two_replicas(databases, tmp_path, priced_config(fake_provider, [first, second])) as (_, urls):
-        limit_id = setup_caller(urls[0], user, admin, fake_provider, {**limit, "amount": str(AMOUNT)})
-        time.sleep(0)  # the second replica learns of the limit within its refresh (at most 2 s):
-        deadline = time.monotonic() + 10
-        while (
-            httpx.get(
-                f"{urls[1]}/limits/{limit_id}", headers={"authorization": f"Bearer {admin}"}
-            ).status_code
-            != 200
-        ):
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        time.sleep(2.5)  # one refresh period (2 s) of the second replica's limits
+    config = priced_config(fake_provider, [first, second])
+    # Declared in the config file, the limit applies on both replicas from their start: nothing to wait for.
+    config["limits"] = [{**limit, "amount": str(AMOUNT)}]
+    with two_replicas(databases, tmp_path, config) as (_, urls):
+        setup_caller(urls[0], user, admin, fake_provider, None)
+        listed = httpx.get(
+            f"{urls[1]}/limits",
+            params={"subject_type": "economy"},
+            headers={"authorization": f"Bearer {admin}"},
+        )
+        assert listed.status_code == 200, listed.text
+        (limit_id,) = [item["id"] for item in listed.json()["data"] if item["amount"] == str(AMOUNT)]
         counts = asyncio.run(wave(urls, user, first, 40, fake_provider))
         assert counts == {200: 10, 402: 30}  # every call that fit, and no other
         after_first = limit_status(urls[1], admin, limit_id)
