@@ -119,7 +119,7 @@ async def usage_table_locked(app: Any) -> AsyncIterator[None]:
     """Hold a lock that makes every insert into usage_records wait until the block ends."""
     engine = app.state.engine
     if engine.dialect.name == "postgresql":
-        # A connection of the test's own: the gateway's budget (2 in tests) stays for the calls.
+        # A connection of the test's own: the gateway's small test budget stays for the calls.
         holder = create_async_engine(engine.url, poolclass=NullPool)
         try:
             async with holder.begin() as conn:

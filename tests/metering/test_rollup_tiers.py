@@ -145,7 +145,7 @@ async def _writer_waits_for_a_lock(gateway: Gateway) -> None:
         "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
         "WHERE c.relname = 'usage_records' AND NOT l.granted"
     )
-    # A connection of its own: the gateway's budget (2 in tests) is taken by the rebuild and the writer.
+    # A connection of its own: the gateway's small test budget may be taken by the rebuild and writer.
     watcher = create_async_engine(gateway.app.state.engine.url, poolclass=NullPool)
     try:
         async with watcher.connect() as conn:

@@ -108,8 +108,10 @@ def build_settings(
         "SWITCHBOARD_AUTH_URL": "https://auth.example.test",
         "SWITCHBOARD_LOG_LEVEL": "WARNING",
         "SWITCHBOARD_GIT_SHA": "testsha",
-        # The suite keeps dozens of gateways open on one PostgreSQL server: each keeps few idle.
-        "SWITCHBOARD_DATABASE_POOL_SIZE": "2",
+        # The suite keeps dozens of gateways open on one PostgreSQL server, each within this budget: room
+        # for a call's own session beside the usage writer's and the limits ledger's connections, so a
+        # loaded machine queues calls briefly rather than for an SDK's whole timeout.
+        "SWITCHBOARD_DATABASE_POOL_SIZE": "4",
     }
     base.update(env or {})
     return load_settings(base)
