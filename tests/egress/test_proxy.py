@@ -203,16 +203,3 @@ def test_env_mode_takes_the_usual_variables_and_no_proxy() -> None:
 def test_a_proxy_setting_that_is_not_http_host_port_is_refused(value: str) -> None:
     with pytest.raises(ValueError):
         from_setting(value, {})
-
-
-async def test_a_kind_whose_litellm_path_opens_its_own_sockets_is_refused_rather_than_sent_around_the_proxy(
-    tinyproxy: TinyProxy, fake_provider: FakeProvider
-) -> None:
-    upstream = client(tinyproxy)
-    model = unique("cohere")
-    try:
-        with pytest.raises(UpstreamForbidden, match="egress proxy"):
-            await upstream.chat(UpstreamTarget("cohere", model, Secret(KEY), None, allow_private=True), BODY)
-    finally:
-        await upstream.aclose()
-    assert "Request (file descriptor" not in tinyproxy.log()

@@ -3,6 +3,7 @@ azure and bedrock, exact selectors, catalog entries, metering, and GET /provider
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -239,15 +240,86 @@ def test_get_providers_lists_every_kind_for_any_signed_in_user(gateway: Gateway)
     assert "vertex_ai" not in kinds  # would sign in as the gateway host
 
 
-def test_where_the_address_guard_is_on_kinds_that_bypass_it_take_no_base_url(
+def test_a_kind_litellm_would_call_past_the_egress_guard_is_not_listed_and_is_a_422_at_store(
+    gateway: Gateway, fake_provider: FakeProvider
+) -> None:
+    user = gateway.user()
+    listed = {e["kind"] for e in user.client.get("/providers", params={"limit": 500}).json()["data"]}
+    assert "mistral" in listed and not listed & {"cohere", "replicate", "sagemaker", "watsonx", "custom"}
+    refused = create(user, "cohere", "co-0123456789abcdef", None)
+    assert refused.status_code == 422
+    assert "outside the gateway's egress guard" in refused.json()["error"]
+    assert "https://api.cohere.ai/compatibility/v1" in refused.json()["error"]  # what to use instead
+    assert user.client.get("/llm-credentials").json()["data"] == []
+    call = user.client.post(
+        "/v1/chat/completions", json={"model": "cohere/command-r", "messages": MESSAGES}
+    )
+    assert 400 <= call.status_code < 500
+    assert fake_provider.received("cohere/command-r") == fake_provider.received("command-r") == []
+
+
+def test_a_catalog_entry_of_a_kind_not_offered_stops_the_start(
     make_gateway: GatewayFactory, fake_provider: FakeProvider
 ) -> None:
-    strict = make_gateway(
-        default_test_config(fake_provider.base_url), env={"SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "false"}
-    )
-    user = strict.user()
-    refused = create(user, "cohere", "co-0123456789abcdef", "https://api.cohere.example")
-    assert refused.status_code == 400 and "address guard" in refused.json()["error"]
-    assert create(user, "cohere", "co-0123456789abcdef", None).status_code == 201
-    listed = {e["kind"]: e for e in user.client.get("/providers", params={"limit": 500}).json()["data"]}
-    assert (listed["cohere"]["base_url"], listed["mistral"]["base_url"]) == ("refused", "optional")
+    config = default_test_config(fake_provider.base_url)
+    config["models"].append({"provider": "cohere", "model": "command-r"})
+    with pytest.raises(Exception, match="cohere"):
+        make_gateway(config)
+    config = default_test_config(fake_provider.base_url)
+    config["deployment_credentials"] = [{"provider": "replicate", "api_key_env": DEPLOYMENT_ENV}]
+    with pytest.raises(Exception, match=r"replicate.*is not offered"):
+        make_gateway(config)
+
+
+def test_a_credential_stored_before_its_kind_stopped_being_offered_is_kept_unused_and_can_be_deleted(
+    make_gateway: GatewayFactory, fake_provider: FakeProvider
+) -> None:
+    from sqlalchemy import update
+
+    from switchboard.credentials.models import LlmCredential
+
+    first = make_gateway()
+    owner = first.user()
+    made = create(owner, "openai", "sk-kept-0123456789abcdef", fake_provider.base_url + "/v1")
+    assert made.status_code == 201
+    kept_id = made.json()["id"]
+
+    async def becomes_cohere() -> None:  # as if stored while cohere was still offered
+        async with first.app.state.engine.begin() as conn:
+            await conn.execute(
+                update(LlmCredential).where(LlmCredential.id == uuid.UUID(kept_id)).values(provider="cohere")
+            )
+
+    first.server.call_soon(becomes_cohere())
+    database_url = first.app.state.settings.database_url
+    first.stop()
+
+    warnings = _Kept()
+    logger = logging.getLogger("switchboard.credentials")
+    logger.addHandler(warnings)
+    try:
+        second = make_gateway(database_url=database_url)
+    finally:
+        logger.removeHandler(warnings)
+    [notice] = [m for m in warnings.messages if "'cohere'" in m]
+    assert notice.startswith("1 stored credential(s) of provider 'cohere' are kept but never used")
+    user = second.user(sub=owner.id)
+    [row] = user.client.get("/llm-credentials").json()["data"]
+    assert (row["id"], row["provider"]) == (kept_id, "cohere")
+    patched = user.client.patch(f"/llm-credentials/{kept_id}", json={"label": "still here"})
+    assert patched.status_code == 422 and "not offered" in patched.json()["error"]
+    before = len(fake_provider.received())
+    answer = user.client.post("/v1/chat/completions", json={"model": "default", "messages": MESSAGES})
+    assert answer.json()["error"]["code"] == "no_credential"  # the kept one is not in reach
+    assert len(fake_provider.received()) == before
+    assert user.client.delete(f"/llm-credentials/{kept_id}").status_code == 204
+    assert user.client.get("/llm-credentials").json()["data"] == []
+
+
+class _Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())

@@ -56,12 +56,7 @@ def text_of(events: list[bytes]) -> str:
 def test_the_kind_list_is_the_pinned_litellms_own() -> None:
     litellm = load_litellm()
     assert tuple(sorted(p.value for p in litellm.provider_list)) == providers.LITELLM_KINDS
-    named = (
-        set(providers.SECRET_SHAPES)
-        | providers.OWN_CONNECTIONS
-        | providers.BORROWS_HOST_IDENTITY
-        | providers.NEEDS_BASE_URL
-    )
+    named = set(providers.SECRET_SHAPES) | providers.BORROWS_HOST_IDENTITY | providers.NEEDS_BASE_URL
     assert named <= set(providers.LONG_TAIL)  # no typo makes a rule silently apply to nothing
 
 
@@ -237,14 +232,12 @@ def _secret_for(kind: str) -> Secret:
     return Secret(orjson.dumps(values).decode())
 
 
-async def test_no_long_tail_kind_reaches_a_forbidden_address_except_those_listed_as_unguarded(
-    upstream: UpstreamClient,
-) -> None:
+async def test_no_offered_long_tail_kind_reaches_a_forbidden_address(upstream: UpstreamClient) -> None:
     """Each kind's call to a loopback base_url must be refused by our guard, not made by litellm on a
-    connection of its own; the kinds that do that are listed (providers.OWN_CONNECTIONS) and may not
-    take a caller's base_url. Catches a litellm upgrade that stops using the client we hand it."""
+    connection of its own (the kinds that do that are not offered: providers.UNGUARDED). Catches a
+    litellm upgrade that stops using the client we hand it."""
     raw = RawProvider(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n")
-    skipped = providers.OWN_CONNECTIONS | providers.BORROWS_HOST_IDENTITY
+    skipped = providers.BORROWS_HOST_IDENTITY
     leaked = []
     async with raw.running() as base_url:
         for kind in providers.LONG_TAIL:

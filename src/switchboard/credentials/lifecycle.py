@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from switchboard.credentials.store import CredentialStore
+from switchboard.credentials.unoffered import warn_unoffered
 from switchboard.kit.crypto import Keyring
 from switchboard.settings import Settings
 
@@ -23,6 +24,7 @@ async def startup(app: FastAPI) -> None:
     )
     await store.start()
     app.state.credentials = store
+    await warn_unoffered(app.state.sessionmaker)
 
 
 async def shutdown(app: FastAPI) -> None:

@@ -12,7 +12,7 @@ import orjson
 from pydantic import SecretStr
 
 from switchboard.credentials.binding import hint_of
-from switchboard.errors import ValidationFailed
+from switchboard.errors import Unprocessable, ValidationFailed
 from switchboard.upstream import providers
 
 
@@ -47,6 +47,15 @@ def sealable(provider: str, secret: SecretStr) -> tuple[str, str]:
     except providers.SecretProblem as problem:
         raise _failed("secret", str(problem)) from None
     return plain, hint_of(hint_source)
+
+
+def check_offered(provider: str) -> None:
+    """422 for a kind the gateway does not offer because it cannot guard its calls (SPEC §21), on
+    create and on any change of a credential stored before the kind stopped being offered."""
+    if provider in providers.UNGUARDED:
+        raise Unprocessable(providers.unguarded_reason(provider), param="provider")
+    if not providers.is_known(provider):
+        raise Unprocessable(f"provider {provider!r} is not offered any more", param="provider")
 
 
 def check_usable(provider: str, base_url: str | None, allow_private: bool) -> None:

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -16,11 +17,13 @@ from pydantic import (
     model_validator,
 )
 
-from switchboard.config_file import ProviderKind
 from switchboard.credentials.provider_rules import secret_from_object, string_or_object
+from switchboard.upstream import providers
 
 SECRET_MAX_CHARS = 4096
 BASE_URL_MAX_CHARS = 2048
+# A kind the gateway cannot guard passes here to be refused by the store with its reason (422).
+StorableKind = Annotated[str, AfterValidator(providers.storable_kind)]
 Label = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
 BaseUrl = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=BASE_URL_MAX_CHARS)
@@ -54,7 +57,7 @@ class _Input(BaseModel):
 
 
 class CredentialCreate(_Input):
-    provider: ProviderKind = Field(description="a provider kind from GET /providers")
+    provider: StorableKind = Field(description="a provider kind from GET /providers")
     secret: SecretStr = Field(
         description="the provider API key, or the JSON object GET /providers names for the kind "
         "(azure, bedrock); write-only, never returned",

@@ -83,6 +83,7 @@ async def create_credential(
         access.require(groups.MANAGE, "add its credentials")
     else:
         _refuse_personal_change(principal)
+    provider_rules.check_offered(body.provider)
     provider_rules.check_usable(body.provider, body.base_url, store.allow_private)
     check_endpoint_known(body.provider, body.base_url, store.allow_private)
     sealable = provider_rules.sealable(body.provider, body.secret)
@@ -177,6 +178,7 @@ async def update_credential(
 ) -> CredentialOut:
     row = await _visible(session, principal, credential_id)
     await _require_change(session, principal, row)
+    provider_rules.check_offered(row.provider)  # a kept credential of a kind no longer offered
     given = body.model_fields_set
     if "secret" in given and body.secret is None:
         raise ValidationFailed("secret: a credential cannot be left without a secret", param="secret")

@@ -59,8 +59,49 @@ NO_CHAT_ROUTE = frozenset({
     "strands_decider", "topaz", "transcribe", "typesafe", "valkey", "voyage",
 })
 # fmt: on
+# litellm 1.106.0 sends these kinds' calls past the client it is handed, so the one egress guard
+# (address rule, proxy, roots, never sent twice) cannot cover them, and litellm offers no public
+# setting that would hand them ours. Neither listed by GET /providers nor accepted; the reason is
+# what a caller is told. tests/upstream/test_unguarded_kinds.py proves each reason on the pinned
+# litellm and fails when one of them starts using the client it is given (then offer it again).
+_OWN_ASYNC = "litellm sends its calls on an HTTP client of its own, outside the gateway's egress guard"
+_OWN_SYNC = "litellm sends its calls on a blocking HTTP client of its own, outside the gateway's egress guard"
+UNGUARDED: dict[str, str] = {
+    "aiohttp_openai": _OWN_ASYNC,
+    "amazon_nova": _OWN_SYNC,
+    "anthropic_text": _OWN_ASYNC,
+    "cloudflare": _OWN_ASYNC,
+    "cohere": _OWN_ASYNC,
+    "cohere_chat": _OWN_ASYNC,
+    "custom": "litellm makes its calls with a blocking client that would stall every other call",
+    "gigachat": "litellm signs in on a client of its own with TLS verification turned off",
+    "maritalk": _OWN_SYNC,
+    "nlp_cloud": _OWN_SYNC,
+    "oobabooga": _OWN_SYNC,
+    "petals": "litellm runs the model inside the gateway's own process",
+    "replicate": _OWN_ASYNC,
+    "sagemaker": _OWN_ASYNC,
+    "text-completion-codestral": _OWN_ASYNC,
+    "watsonx": "litellm fetches its IBM Cloud token on a blocking client and reads the gateway's environment",
+    "watsonx_text": (
+        "litellm fetches its IBM Cloud token on a blocking client and reads the gateway's environment"
+    ),
+}
+# What to use instead, where the provider offers an OpenAI-compatible endpoint.
+INSTEAD: dict[str, str] = {
+    "cohere": "an openai credential with base_url https://api.cohere.ai/compatibility/v1",
+    "cohere_chat": "an openai credential with base_url https://api.cohere.ai/compatibility/v1",
+    "cloudflare": "an openai credential with base_url "
+    "https://api.cloudflare.com/client/v4/accounts/ACCOUNT_ID/ai/v1",
+    "text-completion-codestral": "a codestral credential",
+    "anthropic_text": "an anthropic credential",
+    "aiohttp_openai": "an openai credential",
+    "sagemaker": "a sagemaker_chat credential",
+}
 LONG_TAIL: tuple[str, ...] = tuple(
-    kind for kind in LITELLM_KINDS if kind not in NATIVE and kind not in NO_CHAT_ROUTE
+    kind
+    for kind in LITELLM_KINDS
+    if kind not in NATIVE and kind not in NO_CHAT_ROUTE and kind not in UNGUARDED
 )
 _KNOWN = frozenset(LONG_TAIL) | frozenset(NATIVE)
 
@@ -69,17 +110,6 @@ _KNOWN = frozenset(LONG_TAIL) | frozenset(NATIVE)
 # caller's credential would spend the operator's account. Refused until each gets a secret shape
 # that carries its own identity safely.
 BORROWS_HOST_IDENTITY = frozenset({"chatgpt", "gdc", "github_copilot", "sap", "vertex_ai", "vertex_ai_beta"})
-
-# litellm's chat path for these opens connections of its own instead of using the transport it is
-# handed, so the connect-time address guard (SPEC §7) never sees them. They may call their public
-# endpoint, but a caller's base_url only where private upstreams are allowed (no guard to keep).
-# A probe of litellm 1.106.0 found them; tests/upstream/test_long_tail.py checks that no other kind
-# slips past the guard.
-OWN_CONNECTIONS = frozenset({
-    "aiohttp_openai", "amazon_nova", "anthropic_text", "cloudflare", "cohere", "cohere_chat", "custom",
-    "gigachat", "maritalk", "nlp_cloud", "oobabooga", "petals", "replicate", "sagemaker",
-    "text-completion-codestral", "watsonx", "watsonx_text",
-})  # fmt: skip
 
 # Azure is called at `<base_url>/openai/deployments/<deployment>/…`: without a base_url there is
 # nothing to call (litellm would read AZURE_API_BASE from the gateway's environment instead).
@@ -112,7 +142,6 @@ SECRET_SHAPES: dict[str, SecretShape] = {
     "azure": _AZURE,
     "azure_text": _AZURE,
     "bedrock": _AWS,
-    "sagemaker": _AWS,
     "sagemaker_chat": _AWS,
     "sagemaker_nova": _AWS,
 }
@@ -134,9 +163,24 @@ def checked_kind(kind: str) -> str:
     """`kind` when Switchboard knows it; a pydantic validator for every field that names a provider."""
     if kind in NO_CHAT_ROUTE:
         raise ValueError(f"provider {kind!r} cannot be called for chat; GET /providers lists the kinds")
+    if kind in UNGUARDED:
+        raise ValueError(unguarded_reason(kind))
     if kind not in _KNOWN:
         raise ValueError(f"unknown provider {kind!r}; GET /providers lists the provider kinds")
     return kind
+
+
+def unguarded_reason(kind: str) -> str:
+    """Why a kind of UNGUARDED is not offered, and what to use instead where there is something."""
+    instead = INSTEAD.get(kind)
+    tail = f"; use {instead}" if instead else ""
+    return f"provider {kind!r} is not offered: {UNGUARDED[kind]}{tail}"
+
+
+def storable_kind(kind: str) -> str:
+    """checked_kind for a credential's provider, letting the kinds of UNGUARDED through to the
+    store's own refusal (a 422 naming the reason, SPEC §21) rather than a schema error."""
+    return kind if kind in UNGUARDED else checked_kind(kind)
 
 
 def refusal(kind: str, base_url: str | None, allow_private: bool) -> str | None:
@@ -147,10 +191,6 @@ def refusal(kind: str, base_url: str | None, allow_private: bool) -> str | None:
         )
     if kind in NEEDS_BASE_URL and not base_url:
         return f"{kind} credentials need base_url (the resource endpoint, e.g. https://NAME.openai.azure.com)"
-    if kind in OWN_CONNECTIONS and base_url and not allow_private:
-        return (
-            f"{kind} credentials cannot take a base_url: their calls would bypass the gateway's address guard"
-        )
     return None
 
 

@@ -20,7 +20,7 @@ class ProviderOut(BaseModel):
     )
     json_fields: list[str] = Field(description="the fields a JSON secret must have")
     optional_json_fields: list[str] = Field(description="the fields a JSON secret may also have")
-    base_url: Literal["optional", "required", "refused"] = Field(
+    base_url: Literal["optional", "required"] = Field(
         description="whether a credential of this kind takes a base_url (litellm's api_base; for "
         "openai a URL including /v1; for azure the resource endpoint)"
     )

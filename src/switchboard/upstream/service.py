@@ -20,11 +20,9 @@ def _offered() -> tuple[str, ...]:
 
 def _describe(kind: str, allow_private: bool) -> ProviderOut:
     shape = providers.SECRET_SHAPES.get(kind)
-    base_url: Literal["optional", "required", "refused"] = "optional"
+    base_url: Literal["optional", "required"] = "optional"
     if kind in providers.NEEDS_BASE_URL or (kind in private_defaults.PRIVATE_DEFAULT and not allow_private):
         base_url = "required"
-    elif kind in providers.OWN_CONNECTIONS and not allow_private:
-        base_url = "refused"
     return ProviderOut(
         kind=kind,
         native=providers.is_native(kind),

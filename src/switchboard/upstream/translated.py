@@ -120,9 +120,6 @@ class TranslatedRelay:
         problem = private_defaults.refusal(target.provider, target.base_url, target.allow_private)
         if problem is not None:  # a deployment credential is refused at start, a stored one at save
             raise UpstreamForbidden(problem)
-        if self._pool.egress.proxy is not None and target.provider in providers.OWN_CONNECTIONS:
-            # litellm opens these kinds' sockets itself, past our transport: they cannot be proxied.
-            raise UpstreamForbidden(f"{target.provider} calls cannot go through the egress proxy")
         litellm = await litellm_module()
         if not self._installed:
             litellm_clients.install(litellm, self._pool)
@@ -330,7 +327,7 @@ def _mapped(
     error: Exception, target: UpstreamTarget, opened: list[httpx.Response], written: Written
 ) -> SwitchboardError:
     """`opened`: the provider's answers this call got on our transport; none means litellm's own
-    error, unless the kind's calls go over litellm's own connections (then their text tells).
+    error (every kind offered sends on our transport).
     `written`: a request went out on our transport; timed out unanswered, it is not sent again."""
     if isinstance(error, SwitchboardError):
         return error
@@ -338,5 +335,4 @@ def _mapped(
         return UpstreamUnanswered()
     if isinstance(error, TimeoutError | httpx.HTTPError | OSError):
         return provider_errors.from_transport(error)
-    reached = True if opened else (None if target.provider in providers.OWN_CONNECTIONS else False)
-    return provider_errors.from_litellm(error, target.secret, provider=target.provider, reached=reached)
+    return provider_errors.from_litellm(error, target.secret, provider=target.provider, reached=bool(opened))
