@@ -251,9 +251,7 @@ def test_a_kind_litellm_would_call_past_the_egress_guard_is_not_listed_and_is_a_
     assert "outside the gateway's egress guard" in refused.json()["error"]
     assert "https://api.cohere.ai/compatibility/v1" in refused.json()["error"]  # what to use instead
     assert user.client.get("/llm-credentials").json()["data"] == []
-    call = user.client.post(
-        "/v1/chat/completions", json={"model": "cohere/command-r", "messages": MESSAGES}
-    )
+    call = user.client.post("/v1/chat/completions", json={"model": "cohere/command-r", "messages": MESSAGES})
     assert 400 <= call.status_code < 500
     assert fake_provider.received("cohere/command-r") == fake_provider.received("command-r") == []
 

@@ -157,6 +157,7 @@ class ConnectionPool:
                 await _tunnel(loop, sock, proxy, origin)
             elif proxy is not None:
                 conn.absolute_target = _authority(origin, "http://")
+                conn.proxy_authorization = proxy.authorization
             await loop.create_connection(
                 lambda: conn,
                 sock=sock,
@@ -219,7 +220,8 @@ async def _tunnel(
 ) -> None:
     """Asks the proxy for a tunnel to `origin` (CONNECT); TLS then runs end to end through it."""
     authority = _authority(origin)
-    await loop.sock_sendall(sock, b"CONNECT %s HTTP/1.1\r\nhost: %s\r\n\r\n" % (authority, authority))
+    head = b"CONNECT %s HTTP/1.1\r\nhost: %s\r\n%s\r\n" % (authority, authority, proxy.authorization)
+    await loop.sock_sendall(sock, head)
     head = b""
     while b"\r\n\r\n" not in head:
         data = await loop.sock_recv(sock, 4096)

@@ -128,6 +128,7 @@ class PooledTransport(httpx.AsyncHTTPTransport):
             backend = GuardedBackend(strict=False, connect_timeout=connect_timeout)
             self._pool = httpcore.AsyncHTTPProxy(  # type: ignore[assignment]
                 proxy_url=proxy.url,
+                proxy_auth=proxy.auth,
                 network_backend=backend,
                 **options,  # type: ignore[arg-type]
             )

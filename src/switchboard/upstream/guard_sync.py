@@ -78,7 +78,11 @@ class _Pooled(httpx.HTTPTransport):
             self._pool = httpcore.ConnectionPool(ssl_context=context, network_backend=backend, http2=False)
         else:
             self._pool = httpcore.HTTPProxy(  # type: ignore[assignment]
-                proxy_url=proxy.url, ssl_context=context, network_backend=backend, http2=False
+                proxy_url=proxy.url,
+                proxy_auth=proxy.auth,
+                ssl_context=context,
+                network_backend=backend,
+                http2=False,
             )
 
 

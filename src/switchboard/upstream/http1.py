@@ -80,6 +80,7 @@ class Http1Connection(asyncio.Protocol):
         self._expecting = False  # a request went out and its answer has not ended
         # Through an egress proxy, plain http asks for `http://host:port/path` (absolute form).
         self.absolute_target = b""
+        self.proxy_authorization = b""  # that proxy's header line, when it asks for credentials
         self._reset()
 
     def _reset(self) -> None:
@@ -106,7 +107,14 @@ class Http1Connection(asyncio.Protocol):
             raise ProtocolFailure("the provider closed the connection")
         self._expecting = True
         if self.absolute_target:  # every request head here starts with "POST /"
-            request = b"POST " + self.absolute_target + request[5:]
+            line_end = request.index(b"\r\n") + 2
+            request = (
+                b"POST "
+                + self.absolute_target
+                + request[5:line_end]
+                + self.proxy_authorization
+                + request[line_end:]
+            )
         self._transport.write(request)
 
     async def wait_headers(self, deadline: float) -> None:

@@ -8,20 +8,38 @@ inside addresses the gateway refuses), and TLS to the provider is end to end thr
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import NamedTuple
-from urllib.parse import urlsplit
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit
 
 
-class ProxyAddress(NamedTuple):
+@dataclass(frozen=True)
+class ProxyAddress:
+    """Where the proxy listens, and the basic-auth credentials it asks for (never in a repr)."""
+
     host: str
     port: int
+    username: str = field(default="", repr=False)
+    password: str = field(default="", repr=False)
 
     @property
     def url(self) -> str:
+        """The proxy's URL without its credentials (safe to log; httpcore takes them apart)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+    @property
+    def auth(self) -> tuple[str, str] | None:
+        return (self.username, self.password) if self.username or self.password else None
+
+    @property
+    def authorization(self) -> bytes:
+        """The `proxy-authorization` header line the gateway's own client sends, or b""."""
+        if self.auth is None:
+            return b""
+        token = base64.b64encode(f"{self.username}:{self.password}".encode())
+        return b"proxy-authorization: Basic " + token + b"\r\n"
 
 
 @dataclass(frozen=True)
@@ -44,17 +62,27 @@ class EgressProxy:
 
 
 def parse_proxy_url(text: str) -> ProxyAddress:
-    """`http://host:port` (a port is required; no credentials, path or query); ValueError otherwise."""
+    """`http://host:port` or `http://user:password@host:port` (basic auth; percent-encode `@`, `:`
+    and `%` in them), a port required, no path or query; ValueError otherwise. The messages never
+    quote the text: it may hold the proxy's password."""
     parts = urlsplit(text.strip())
+    if parts.scheme.lower() == "https":
+        raise ValueError(
+            "an https:// egress proxy (TLS between the gateway and the proxy) is not supported; "
+            "use http://host:port (https providers are still reached by an end-to-end TLS tunnel)"
+        )
     try:
         port = parts.port
     except ValueError:
         port = None
     if parts.scheme.lower() != "http" or not parts.hostname or port is None:
-        raise ValueError("an egress proxy is http://host:port")
-    if parts.username or parts.password or parts.path not in ("", "/") or parts.query:
-        raise ValueError("an egress proxy is http://host:port, without credentials or a path")
-    return ProxyAddress(parts.hostname, port)
+        raise ValueError("an egress proxy is http://host:port or http://user:password@host:port")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ValueError("an egress proxy is http://host:port, without a path or query")
+    username, password = unquote(parts.username or ""), unquote(parts.password or "")
+    if any(not ch.isprintable() for ch in username + password) or ":" in username:
+        raise ValueError("the egress proxy's user name or password holds a character a header cannot carry")
+    return ProxyAddress(parts.hostname, port, username, password)
 
 
 def from_setting(value: str, env: Mapping[str, str]) -> EgressProxy | None:
