@@ -24,6 +24,9 @@ from switchboard.errors import SwitchboardError, UpstreamFailed, UpstreamForbidd
 from switchboard.kit.secret import Secret
 from switchboard.upstream.client import UpstreamClient
 from switchboard.upstream.egress import Egress
+from switchboard.upstream.guard_sync import ALLOW_PRIVATE
+from switchboard.upstream.litellm_clients import CALL_POOL, install
+from switchboard.upstream.litellm_loader import litellm_module
 from switchboard.upstream.proxy import EgressProxy, ProxyAddress, from_setting
 from switchboard.upstream.types import UpstreamTarget
 from tests.conftest import GatewayFactory
@@ -359,3 +362,36 @@ class _Everything(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.messages.append(self.format(record))
+
+
+async def test_litellms_side_calls_go_through_the_proxy_of_the_client_whose_call_makes_them(
+    tinyproxy: TinyProxy,
+) -> None:
+    """litellm's module-level clients (ollama's /api/show, lemonade's lookup) are process-wide; each
+    side call goes out with the egress settings of the UpstreamClient whose call makes it, not those
+    of whichever client was built last."""
+    litellm = await litellm_module()
+    proxied, direct = client(tinyproxy), UpstreamClient(TIMEOUTS)
+    raw = RawProvider(answer(OK, COMPLETION))
+
+    def side_call(upstream: UpstreamClient, url: str) -> int:
+        # What litellm does inside a call: a blocking request on its module-level client.
+        pool, policy = CALL_POOL.set(upstream.pool), ALLOW_PRIVATE.set(True)
+        try:
+            return int(litellm.module_level_client.get(url).status_code)
+        finally:
+            CALL_POOL.reset(pool)
+            ALLOW_PRIVATE.reset(policy)
+
+    try:
+        async with raw.running() as base_url:
+            for upstream in (proxied, direct):  # the direct client's clients are installed last
+                install(litellm, upstream.pool)
+            assert await asyncio.to_thread(side_call, proxied, base_url + "/models/a") == 200
+            assert await asyncio.to_thread(side_call, direct, base_url + "/models/b") == 200
+    finally:
+        await proxied.aclose()
+        await direct.aclose()
+    by_path = {head.split(b" ")[1]: head.lower() for head in raw.requests}
+    assert b"tinyproxy" in by_path[b"/v1/models/a"]
+    assert b"tinyproxy" not in by_path[b"/v1/models/b"]

@@ -196,6 +196,7 @@ class TranslatedRelay:
         written = Written()
         token, marker = _OPENED.set(opened), WRITTEN.set(written)
         policy = ALLOW_PRIVATE.set(target.allow_private)  # litellm's side calls (litellm_clients)
+        pool = litellm_clients.CALL_POOL.set(self._pool)
         try:
             async with asyncio.timeout(target.first_byte or self._pool.timeouts.first_byte):
                 result = await litellm.acompletion(**kwargs, **params, _skip_mcp_handler=True)
@@ -205,6 +206,7 @@ class TranslatedRelay:
             _OPENED.reset(token)
             WRITTEN.reset(marker)
             ALLOW_PRIVATE.reset(policy)
+            litellm_clients.CALL_POOL.reset(pool)
             await _close_all(opened)
         usage, payload = completion_body(result)
         return UpstreamReply(body=payload, usage=usage)
@@ -250,6 +252,7 @@ class TranslatedStream(UpstreamStream):
         token = _OPENED.set(self._opened)
         marker = WRITTEN.set(self._written)
         ALLOW_PRIVATE.set(self._target.allow_private)
+        litellm_clients.CALL_POOL.set(self._relay._pool)
         try:
             async with asyncio.timeout_at(self._deadline):
                 self._wrapper = await litellm.acompletion(
@@ -278,6 +281,7 @@ class TranslatedStream(UpstreamStream):
                 # Some providers' requests start here, on the first read (litellm's Gemini stream).
                 token, marker = _OPENED.set(self._opened), WRITTEN.set(self._written)
                 ALLOW_PRIVATE.set(self._target.allow_private)
+                litellm_clients.CALL_POOL.set(self._relay._pool)
                 try:
                     async with timer:
                         chunk = await anext(self._wrapper, None)
