@@ -279,3 +279,53 @@ def test_after_every_ending_at_once_an_open_stream_reads_1(
         with open_stream(gauged, user, fake_provider, provider):
             assert gauge(gauged) == 1
         settles_at(gauged, 0, "the held stream's end")
+
+
+def _served_env(directory: Any, database_url: str, fake_provider: Any, **extra: str) -> dict[str, str]:
+    config = support.write_config(directory, default_test_config(fake_provider.base_url))
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")},
+        "SWITCHBOARD_ENV": "development",
+        "SWITCHBOARD_DATA_DIR": str(directory / "data"),
+        "SWITCHBOARD_DATABASE_URL": database_url,
+        "SWITCHBOARD_JWT_SECRET": support.TEST_JWT_SECRET,
+        "SWITCHBOARD_ENCRYPTION_KEYS": support.test_encryption_keys("k1"),
+        "SWITCHBOARD_CONFIG": str(config),
+        "SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "true",
+        "SWITCHBOARD_LOG_LEVEL": "WARNING",
+        "SWITCHBOARD_METRICS_TOKEN": METRICS_TOKEN,
+        **extra,
+    }
+
+
+def test_a_multiproc_dir_set_by_the_operator_holding_an_earlier_servers_files_does_not_move_the_gauge(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Any
+) -> None:
+    """A restarted container keeps PROMETHEUS_MULTIPROC_DIR (the operator set it, following
+    prometheus_client's docs) and the files of the server that was killed there with a stream open;
+    the new server's gauge counts its own streams only."""
+    kept = tmp_path / "prometheus"
+    kept.mkdir()
+    env = _served_env(
+        tmp_path, asyncio.run(databases.create()), fake_provider, PROMETHEUS_MULTIPROC_DIR=str(kept)
+    )
+    tokens = TokenFactory(TokenCodec(support.TEST_JWT_SECRET, support.TEST_AUDIENCE))
+    for workers in ("1", "2"):
+        with gateway_process(env, tmp_path / "first.log", "--workers", workers) as (first, url):
+            served = Served(url, tokens)
+            user = served.user()
+            add_credential(user, "openai", provider_base(fake_provider, "openai"))
+            with open_stream(served, user, fake_provider, "openai"):
+                settles_at(served, 1, "a stream opened")
+                first.kill()  # killed with the stream open, as an OOM kill or a node loss does
+                first.wait(30)
+        with gateway_process(env, tmp_path / "second.log", "--workers", workers) as (_, url):
+            served = Served(url, tokens)
+            user = served.user()
+            add_credential(user, "openai", provider_base(fake_provider, "openai"))
+            settles_at(served, 0, f"a restart in the same directory ({workers} worker(s))")
+            with open_stream(served, user, fake_provider, "openai"):
+                assert gauge(served) == 1
+            settles_at(served, 0, "the stream's end")
+            for client in served.clients:
+                client.close()

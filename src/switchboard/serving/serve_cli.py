@@ -59,10 +59,25 @@ def announce(settings: Settings, url: str, workers: int, created: Path | None = 
     log.info("starting %d worker%s on %s", workers, "" if workers == 1 else "s", url)
 
 
+def _forget_multiproc_dir() -> None:
+    """A PROMETHEUS_MULTIPROC_DIR from the environment is not used: it outlives the server (files of
+    earlier processes, killed with streams open, or whose pid a restarted container reuses, would be
+    added to this server's gauges). One worker keeps its metrics in memory; several get a fresh
+    private directory (observability/workers.py). Runs before prometheus_client is imported, which
+    reads the variable once, at import."""
+    for name in ("PROMETHEUS_MULTIPROC_DIR", "prometheus_multiproc_dir"):
+        if os.environ.pop(name, None):
+            log.warning(
+                "%s is ignored: switchboard serve keeps its workers' metrics in a directory of its own",
+                name,
+            )
+
+
 def run(args: argparse.Namespace) -> int:
     from switchboard.serving.supervisor import bind, listen_url, serve
 
     hold_early_records()  # the generated-secret warning, written once the format is known
+    _forget_multiproc_dir()
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
     created = _sqlite_file(settings)
