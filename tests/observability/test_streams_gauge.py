@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import socket
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -329,3 +331,63 @@ def test_a_multiproc_dir_set_by_the_operator_holding_an_earlier_servers_files_do
             settles_at(served, 0, "the stream's end")
             for client in served.clients:
                 client.close()
+
+
+@contextmanager
+def _pid_one_server(env: dict[str, str], log: Any) -> Iterator[str]:
+    """`switchboard serve` as pid 1 of a PID namespace of its own, as in a container."""
+    from tests.metering.test_crash import SWITCHBOARD, free_port
+
+    port = free_port()
+    command = ["unshare", "--pid", "--fork", "--kill-child", str(SWITCHBOARD), "serve", "--port", str(port)]
+    with log.open("ab") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "gateway did not start"
+            time.sleep(0.1)  # polling for the start, with the deadline above
+        yield url
+    finally:
+        process.kill()  # unshare does not pass SIGTERM on; --kill-child takes the server with it
+        process.wait(timeout=30)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None, reason="PID namespaces need root and unshare"
+)
+def test_two_containers_sharing_an_operator_set_multiproc_dir_do_not_zero_each_others_open_streams(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Any
+) -> None:
+    """Two servers, each pid 1 of its own namespace (two containers) on one volume named in
+    PROMETHEUS_MULTIPROC_DIR: with that directory both wrote `gauge_livesum_1.db`, the last writer
+    winning, so a stream ending on one read 0 on the other while its own stream was open (issue 31
+    item 6's report: 0 with a stream open, after a mix of calls)."""
+    kept = tmp_path / "prometheus"
+    kept.mkdir()
+    database_url = asyncio.run(databases.create())
+    env = _served_env(tmp_path, database_url, fake_provider, PROMETHEUS_MULTIPROC_DIR=str(kept))
+    tokens = TokenFactory(TokenCodec(support.TEST_JWT_SECRET, support.TEST_AUDIENCE))
+    with (
+        _pid_one_server(env, tmp_path / "a.log") as url_a,
+        _pid_one_server(env, tmp_path / "b.log") as url_b,
+    ):
+        a, b = Served(url_a, tokens), Served(url_b, tokens)
+        user_a, user_b = a.user(), b.user()
+        add_credential(user_a, "openai", provider_base(fake_provider, "openai"))
+        add_credential(user_b, "openai", provider_base(fake_provider, "openai"))
+        with open_stream(a, user_a, fake_provider, "openai"):
+            settles_at(a, 1, "a stream opened on the first server")
+            ok_stream(b, user_b, fake_provider, "openai")
+            ok_json(b, user_b, fake_provider, "openai")
+            assert gauge(a) == 1, "the second server's calls moved the first's open stream"
+            assert gauge(b) == 0
+        for client in a.clients + b.clients:
+            client.close()
