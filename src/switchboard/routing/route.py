@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from switchboard.config_file import ModelEntry
 from switchboard.credentials.store import CredentialRef
-from switchboard.routing.settings import RoutingSettings
+from switchboard.catalog.routing_settings import RoutingSettings
 
 # The credentials of one provider in one scope: (provider, scope, room or user id; None for deployment).
 PoolKey = tuple[str, str, uuid.UUID | None]
