@@ -51,9 +51,10 @@ _Processor = Callable[[Any], Any]
 
 
 class _Remembered:
-    """A processor of immutable values (times, UUIDs) that remembers its recent conversions by the
-    object's identity: a limit's id, a window's start or a lease given again, as the same object, is
-    not converted again, even when the rows of one statement alternate between a few of them."""
+    """The recent conversions of a processor of immutable values (times, UUIDs), by the object's
+    identity: a limit's id, a window's start or a lease given again, as the same object, is not
+    converted again, even when the rows of one statement alternate between a few of them. The lookup
+    is made in `_Values.__call__`; `convert` is the miss."""
 
     __slots__ = ("known", "process")
 
@@ -66,9 +67,6 @@ class _Remembered:
         self.known: dict[int, tuple[Any, Any]] = {}
 
     def convert(self, value: Any) -> Any:
-        found = self.known.get(id(value))
-        if found is not None and found[0] is value:
-            return found[1]
         converted = self.process(value)
         known = self.known
         if len(known) >= self.KEEP:
@@ -77,12 +75,19 @@ class _Remembered:
         return converted
 
 
-def _converter(kind: Any, dialect: Dialect) -> _Processor | None:
+# A parameter's position, what its type remembers (None: nothing), and its conversion.
+_Converter = tuple[int, dict[int, tuple[Any, Any]] | None, _Processor]
+
+
+def _converter(index: int, kind: Any, dialect: Dialect) -> _Converter | None:
     """What SQLAlchemy applies to a bound value of this type on this dialect (None: nothing)."""
     process: _Processor | None = kind.dialect_impl(dialect).bind_processor(dialect)
-    if process is None or not isinstance(kind, (UTCDateTime, Uuid)):
-        return process
-    return _Remembered(process).convert
+    if process is None:
+        return None
+    if not isinstance(kind, (UTCDateTime, Uuid)):
+        return index, None, process
+    remembered = _Remembered(process)
+    return index, remembered.known, remembered.convert
 
 
 class _Values:
@@ -93,29 +98,36 @@ class _Values:
     __slots__ = ("_converters", "_defaults", "_one", "_read")
 
     def __init__(
-        self, order: tuple[str, ...], converters: Sequence[_Processor | None], defaults: Mapping[str, Any]
+        self, order: tuple[str, ...], converters: Sequence[_Converter | None], defaults: Mapping[str, Any]
     ) -> None:
         self._read: Callable[[Mapping[str, Any]], Any] | None = operator.itemgetter(*order) if order else None
         self._one = len(order) == 1  # itemgetter of one name gives the value itself, not a tuple
-        self._converters = tuple(
-            (index, convert) for index, convert in enumerate(converters) if convert is not None
-        )
+        self._converters = tuple(convert for convert in converters if convert is not None)
         self._defaults = dict(defaults)
 
     def __call__(self, parameters: Mapping[str, Any]) -> Sequence[Any]:
-        if self._read is None:
+        read = self._read
+        if read is None:
             return ()
         if self._defaults:  # a missing parameter with no default is a KeyError, as in SQLAlchemy
             parameters = {**self._defaults, **parameters}
-        values: tuple[Any, ...] = (self._read(parameters),) if self._one else self._read(parameters)
-        if not self._converters:
-            return values
-        converted = list(values)
-        for index, convert in self._converters:
-            value = converted[index]
-            if value is not None:
-                converted[index] = convert(value)
-        return converted
+        if self._one:
+            values = [read(parameters)]
+        elif self._converters:
+            values = list(read(parameters))
+        else:
+            return read(parameters)  # type: ignore[no-any-return]
+        for index, known, convert in self._converters:
+            value = values[index]
+            if value is None:
+                continue
+            if known is not None:
+                hit = known.get(id(value))
+                if hit is not None and hit[0] is value:
+                    values[index] = hit[1]
+                    continue
+            values[index] = convert(value)
+        return values
 
 
 class DriverStatement:
@@ -129,7 +141,9 @@ class DriverStatement:
         order: tuple[str, ...] = tuple(compiled.positiontup or ())
         binds = compiled.binds
         defaults = {name: binds[name].effective_value for name in order if not binds[name].required}
-        self._values = _Values(order, [_converter(binds[name].type, dialect) for name in order], defaults)
+        self._values = _Values(
+            order, [_converter(i, binds[name].type, dialect) for i, name in enumerate(order)], defaults
+        )
         columns = list(statement.exported_columns.items())
         row_type: Any = namedtuple("Row", [key for key, _ in columns], rename=True) if columns else None  # type: ignore[misc]
         self._make_row: Callable[[list[Any]], Any] | None = row_type._make if row_type is not None else None
