@@ -34,7 +34,6 @@ _COMPONENTS = (
     ("aiosqlite/", "aiosqlite"),
     ("asyncpg/", "asyncpg"),
     ("uvicorn/", "uvicorn"),
-    ("sse_starlette/", "sse_starlette"),
     ("jwt/", "pyjwt"),
     ("cryptography/", "cryptography"),
     ("orjson", "orjson"),

@@ -21,8 +21,6 @@ from switchboard.upstream import providers
 
 # Any kind upstream/providers.py knows: the native three and every other provider litellm supports.
 ProviderKind = Annotated[str, AfterValidator(providers.checked_kind)]
-# Every known kind; test a name with providers.is_known (a set) rather than `in` this tuple.
-PROVIDERS: tuple[str, ...] = (*providers.NATIVE, *providers.LONG_TAIL)
 
 
 class ConfigError(Exception):

@@ -1,5 +1,8 @@
 """uvicorn's httptools protocol, with bounded request heads and a response's head sent with its body.
 
+It subclasses a class uvicorn does not publish as API, so uvicorn is pinned exactly in pyproject.toml
+and tests/serving/test_uvicorn_pin.py fails when the module it builds on changes.
+
 Request heads (SPEC §19): a connection that has not sent a complete head within `HeadLimits.timeout`
 seconds of opening (or of its previous answer) is closed, however it trickles bytes; a head over
 `max_bytes`, with a line over `max_line` or more than `max_lines` lines is answered 431 and closed

@@ -97,37 +97,6 @@ def test_error_messages_never_quote_the_secret(gateway: Gateway) -> None:
 
 
 @pytest.mark.parametrize(
-    "base_url",
-    [
-        "https://api.example.com/v1\r\nX-Injected: 1",
-        "https://api.example.com/v\n1",
-        "https://api.exa\x00mple.com/v1",
-        "https://api.example.com/v1\x07",
-        "https://api.example.com/ v1",
-        "https://api.example.com/\tv1",
-        "https://api.example.com/v1\x7f",
-    ],
-)
-@pytest.mark.parametrize("strict", [True, False])
-def test_a_base_url_with_a_space_or_control_character_is_422_on_create_and_update(
-    gateway: Gateway, strict_gateway: Gateway, base_url: str, strict: bool
-) -> None:
-    target = strict_gateway if strict else gateway  # whatever SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS says
-    payload = _refused(target, {"provider": "openai", "secret": fresh_secret(), "base_url": base_url}, 422)
-    assert "control characters" in str(payload["error"])
-    user = target.user()
-    good = "https://api.openai.com/v1"
-    created = user.client.post(
-        "/llm-credentials", json={"provider": "openai", "secret": fresh_secret(), "base_url": good}
-    )
-    assert created.status_code == 201, created.text
-    credential_id = created.json()["id"]
-    changed = user.client.patch(f"/llm-credentials/{credential_id}", json={"base_url": base_url})
-    assert changed.status_code == 422
-    assert user.client.get(f"/llm-credentials/{credential_id}").json()["base_url"] == good
-
-
-@pytest.mark.parametrize(
     "secret",
     [
         {"api_key": 2**70, "api_base": "https://x.openai.azure.com"},
@@ -149,23 +118,32 @@ def test_a_json_secret_holding_an_integer_over_64_bits_is_a_400_on_create_and_up
 
 
 @pytest.mark.parametrize(
-    "base_url",
+    ("base_url", "says"),
     [
-        "https://api.example.com/v1/../admin",
-        "https://api.example.com/../v1",
-        "https://api.example.com/v1/./chat",
-        "https://api.example.com/v1/..",
-        "https://api.example.com/v1/%2e%2e/admin",
-        "https://api.example.com/v1/%2E/x",
+        # A space or a control character: a header injected, a request line split.
+        ("https://api.example.com/v1\r\nX-Injected: 1", "control characters"),
+        ("https://api.example.com/v\n1", "control characters"),
+        ("https://api.exa\x00mple.com/v1", "control characters"),
+        ("https://api.example.com/v1\x07", "control characters"),
+        ("https://api.example.com/ v1", "control characters"),
+        ("https://api.example.com/\tv1", "control characters"),
+        ("https://api.example.com/v1\x7f", "control characters"),
+        # A dot segment: a path that means another one once the provider's side normalises it.
+        ("https://api.example.com/v1/../admin", "segments"),
+        ("https://api.example.com/../v1", "segments"),
+        ("https://api.example.com/v1/./chat", "segments"),
+        ("https://api.example.com/v1/..", "segments"),
+        ("https://api.example.com/v1/%2e%2e/admin", "segments"),
+        ("https://api.example.com/v1/%2E/x", "segments"),
     ],
 )
 @pytest.mark.parametrize("strict", [True, False])
-def test_a_base_url_with_dot_segments_is_422_on_create_and_update(
-    gateway: Gateway, strict_gateway: Gateway, base_url: str, strict: bool
+def test_a_base_url_that_would_not_be_called_as_written_is_422_on_create_and_update(
+    gateway: Gateway, strict_gateway: Gateway, base_url: str, says: str, strict: bool
 ) -> None:
     target = strict_gateway if strict else gateway  # whatever SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS says
     payload = _refused(target, {"provider": "openai", "secret": fresh_secret(), "base_url": base_url}, 422)
-    assert "segments" in str(payload["error"])
+    assert says in str(payload["error"])
     user = target.user()
     good = "https://api.openai.com/v1"
     created = user.client.post(

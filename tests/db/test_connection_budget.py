@@ -25,11 +25,11 @@ import pytest
 from switchboard.db.engine import DEFAULT_POOL_SIZE
 from tests.conftest import default_test_config
 from tests.limits.test_replicas import tokens
-from tests.metering.test_crash import SWITCHBOARD, free_port
 from tests.support import gateway as support
 from tests.support import pg_cluster, pgbouncer
 from tests.support.databases import backend
 from tests.support.recorder import RECORDER
+from tests.support.served import SWITCHBOARD, free_port
 
 pytestmark = [
     pytest.mark.postgres_only,

@@ -4,11 +4,6 @@ again; a pooled connection the provider closed while idle is found before anythi
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
-import ssl
-import threading
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import orjson
@@ -21,7 +16,7 @@ from switchboard.upstream.egress import Egress
 from switchboard.upstream.types import Timeouts, UpstreamTarget
 from tests.egress.conftest import TIMEOUTS
 from tests.upstream.conftest import KEY, MESSAGES
-from tests.upstream.raw_server import RawProvider, answer, certificates
+from tests.upstream.raw_server import RawProvider, ThreadedRawProvider, answer, certificates
 
 BODY = {"messages": MESSAGES, "max_tokens": 5}
 OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
@@ -73,63 +68,21 @@ async def test_a_dropped_gemini_embedding_request_is_not_sent_again(upstream: Up
     assert len(raw.requests) == 1
 
 
-class ClosingProvider:
-    """In its own thread: answers one request per connection as if keeping it alive, then closes it.
-
-    Waiting for `closed` blocks the test's event loop, so the gateway's side has not yet read the
-    close when its next call picks the pooled connection: the stale connection must be found by
-    looking, before the request is written."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.closed = threading.Semaphore(0)
-        self.requests = 0
-        self.connections = 0
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            with conn:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += conn.recv(65536)
-                head, _, body = data.partition(b"\r\n\r\n")
-                length = next(
-                    int(line.split(b":")[1])
-                    for line in head.split(b"\r\n")
-                    if line.lower().startswith(b"content-length")
-                )
-                while len(body) < length:
-                    body += conn.recv(65536)
-                self.requests += 1
-                conn.sendall(answer(OK, COMPLETION))
-            self.closed.release()
-
-    @contextlib.contextmanager
-    def running(self) -> Iterator[str]:
-        self._thread.start()
-        try:
-            yield f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1"
-        finally:
-            self.listener.close()
-
-
 @pytest.mark.parametrize("kind", KINDS)
 async def test_a_keep_alive_connection_the_provider_closed_before_the_loop_saw_it_costs_nothing(
     upstream: UpstreamClient, kind: str
 ) -> None:
-    provider = ClosingProvider()
+    # On threads of its own: answers one request per connection as if keeping it alive, then closes
+    # it. Waiting for `closed` blocks this event loop, so the gateway's side has not yet read the
+    # close when its next call picks the pooled connection: the stale connection must be found by
+    # looking, before the request is written.
+    provider = ThreadedRawProvider(lambda head, body: answer(OK, COMPLETION))
     with provider.running() as base_url:
         for call in range(3):
             reply = await upstream.chat(at(kind, base_url), BODY)
             assert orjson.loads(reply.body)["choices"][0]["message"]["content"] == "hi"
             assert provider.closed.acquire(timeout=10)  # blocks the loop on purpose (see the class)
-    assert (provider.requests, provider.connections) == (3, 3)
+    assert (len(provider.requests), provider.connections) == (3, 3)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -148,31 +101,6 @@ async def test_a_keep_alive_connection_the_provider_closed_while_idle_costs_noth
     assert len(raw.requests) == 3
 
 
-class ResetsItsFirstConnection(RawProvider):
-    """A TLS provider whose first connection is reset before the handshake ends: a connect failure,
-    with nothing of the request written. Every later connection is served."""
-
-    def __init__(self, server: ssl.SSLContext, *answers: bytes) -> None:
-        super().__init__(*answers)
-        self.server_tls = server
-        self.accepted = 0
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.accepted += 1
-        if self.accepted == 1:
-            sock = writer.get_extra_info("socket")
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-            writer.transport.abort()  # linger 0: a reset, before any TLS byte is answered
-            return
-        await writer.start_tls(self.server_tls)
-        await super()._serve(reader, writer)
-
-    @contextlib.asynccontextmanager
-    async def running(self, host: str = "localhost") -> AsyncIterator[str]:
-        async with super().running(host) as base_url:
-            yield base_url.replace("http://", "https://", 1)
-
-
 @pytest.mark.parametrize("kind", KINDS)
 async def test_a_failed_connect_is_tried_again_on_a_fresh_connection_within_the_attempt(
     tmp_path: Path, kind: str
@@ -180,15 +108,15 @@ async def test_a_failed_connect_is_tried_again_on_a_fresh_connection_within_the_
     """SPEC §21: nothing was written, so the upstream layer connects again; the caller sees one
     exchange (one attempt), and the provider one request."""
     certs = certificates(tmp_path)
-    raw = ResetsItsFirstConnection(certs.server, answer(OK, COMPLETION))
+    raw = ThreadedRawProvider(lambda head, body: answer(OK, COMPLETION), tls=certs.server, resets=1)
     upstream = UpstreamClient(TIMEOUTS, Egress(ca_bundle=certs.authority))
     try:
-        async with raw.running() as base_url:
+        with raw.running("localhost") as base_url:
             reply = await upstream.chat(at(kind, base_url), BODY)
     finally:
         await upstream.aclose()
     assert orjson.loads(reply.body)["choices"][0]["message"]["content"] == "hi"
-    assert raw.accepted == 2 and len(raw.requests) == 1
+    assert raw.connections == 2 and len(raw.requests) == 1
 
 
 @pytest.mark.parametrize("kind", KINDS)

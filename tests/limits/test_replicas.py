@@ -21,10 +21,10 @@ import httpx
 
 from switchboard.auth.tokens import TokenCodec
 from tests.conftest import default_test_config
-from tests.metering.test_crash import gateway_process
 from tests.support import gateway as support
 from tests.support.databases import DatabaseFactory
 from tests.support.recorder import RECORDER
+from tests.support.served import gateway_process, served_env
 
 PRICES = {"input_per_mtok": "0.15", "output_per_mtok": "0.60"}  # 150 and 600 nano-units a token
 MESSAGES = [{"role": "user", "content": "x" * 40}]
@@ -50,18 +50,7 @@ def replicas(
     databases: DatabaseFactory, tmp_path: Path, config: dict[str, Any], count: int
 ) -> Iterator[tuple[list[Any], list[str]]]:
     """`count` gateway processes on one new database: their processes and their URLs."""
-    env = {
-        **os.environ,
-        "SWITCHBOARD_ENV": "development",
-        "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
-        "SWITCHBOARD_DATABASE_URL": asyncio.run(databases.create()),
-        "SWITCHBOARD_JWT_SECRET": support.TEST_JWT_SECRET,
-        "SWITCHBOARD_ENCRYPTION_KEYS": support.test_encryption_keys("k1"),
-        "SWITCHBOARD_CONFIG": str(support.write_config(tmp_path, config)),
-        "SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "true",
-        "SWITCHBOARD_LOG_LEVEL": "WARNING",
-        "SWITCHBOARD_LEASE_SECONDS": "3",
-    }
+    env = served_env(databases, tmp_path, config, SWITCHBOARD_LEASE_SECONDS="3")
     with ExitStack() as stack:
         started = [stack.enter_context(gateway_process(env, tmp_path / f"{n}.log")) for n in range(count)]
         yield [process for process, _ in started], [url for _, url in started]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import socket
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,6 +16,7 @@ import pytest
 from tests.conftest import GatewayFactory
 from tests.llm.conftest import Caller, make_caller
 from tests.support.gateway import Gateway, User
+from tests.upstream.raw_server import ThreadedRawProvider
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 CHUNK = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
@@ -76,44 +75,12 @@ ANSWERS["broken-stream"] = (
 )
 
 
-class ScriptedUpstream:
-    """A bare HTTP/1.1 server on a real socket: the request's model names the bytes it gets back."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                data += conn.recv(65536)
-            head, _, body = data.partition(b"\r\n\r\n")
-            length = next(
-                int(line.split(b":")[1])
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length")
-            )
-            while len(body) < length:
-                body += conn.recv(65536)
-            model = orjson.loads(body)["model"]
-            conn.sendall(ANSWERS[model])
-
-
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream()
-    yield server
-    server.sock.close()
+def upstream() -> Iterator[str]:
+    """A bare HTTP/1.1 server on a real socket: the request's model names the bytes it gets back."""
+    server = ThreadedRawProvider(lambda head, body: ANSWERS[orjson.loads(body)["model"]])
+    with server.running() as base_url:
+        yield base_url
 
 
 @pytest.fixture(scope="module")
@@ -122,13 +89,11 @@ def capped_gateway(make_gateway: GatewayFactory) -> Gateway:
 
 
 @pytest.fixture
-def hostile_caller(
-    capped_gateway: Gateway, fake_provider: Any, upstream: ScriptedUpstream
-) -> Iterator[Caller]:
+def hostile_caller(capped_gateway: Gateway, fake_provider: Any, upstream: str) -> Iterator[Caller]:
     made = make_caller(capped_gateway, fake_provider, providers=())
     created = made.user.client.post(
         "/llm-credentials",
-        json={"provider": "openai", "secret": f"sk-{uuid.uuid4().hex}", "base_url": upstream.url},
+        json={"provider": "openai", "secret": f"sk-{uuid.uuid4().hex}", "base_url": upstream},
     )
     assert created.status_code == 201, created.text
     yield made

@@ -5,13 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,51 +17,13 @@ from tests.metering.conftest import metering_config
 from tests.support import gateway as support
 from tests.support.databases import DatabaseFactory
 from tests.support.recorder import RECORDER
+from tests.support.served import gateway_process, served_env
 
-SWITCHBOARD = Path(sys.executable).with_name("switchboard")
 CALLS = 200
 MODELS = 10  # model i answers after 0.2 * i seconds, so completions spread over ~2 s ...
 # ... except the last, which answers only long after the kill: however slow a busy machine makes the
 # first third of the calls, a tenth of them are still in flight when the gateway is killed.
 LAST_MODEL_DELAY = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def gateway_process(
-    env: dict[str, str], log: Path, *serve_args: str
-) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """`switchboard serve` on a free port (with `serve_args`), once it answers /health."""
-    port = free_port()
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [str(SWITCHBOARD), "serve", "--port", str(port), *serve_args],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "gateway did not start"
-            time.sleep(0.1)
-        yield process, url
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=30)
 
 
 async def load_then_kill(url: str, token: str, models: list[str], pid: int) -> tuple[set[str], int]:
@@ -112,18 +68,7 @@ async def load_then_kill(url: str, token: str, models: list[str], pid: int) -> t
 def test_sigkill_mid_load_loses_no_completed_call_and_doubles_none(
     databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
 ) -> None:
-    config = support.write_config(tmp_path, metering_config(fake_provider.base_url))
-    env = {
-        **os.environ,
-        "SWITCHBOARD_ENV": "development",
-        "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
-        "SWITCHBOARD_DATABASE_URL": asyncio.run(databases.create()),
-        "SWITCHBOARD_JWT_SECRET": support.TEST_JWT_SECRET,
-        "SWITCHBOARD_ENCRYPTION_KEYS": support.test_encryption_keys("k1"),
-        "SWITCHBOARD_CONFIG": str(config),
-        "SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "true",
-        "SWITCHBOARD_LOG_LEVEL": "WARNING",
-    }
+    env = served_env(databases, tmp_path, metering_config(fake_provider.base_url))
     codec = TokenCodec(support.TEST_JWT_SECRET, support.TEST_AUDIENCE)
     token = codec.mint(sub=uuid.uuid4(), role="User")
     admin = codec.mint(sub=uuid.uuid4(), role="Admin")

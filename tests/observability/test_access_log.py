@@ -18,9 +18,9 @@ import httpx
 from tests.conftest import GatewayFactory, default_test_config
 from tests.foundation.test_access_log import captured_log
 from tests.llm.conftest import make_caller
-from tests.metering.test_crash import SWITCHBOARD, free_port
 from tests.support import gateway as support
 from tests.support.probe import ProbeFactory, unique_name
+from tests.support.served import SWITCHBOARD, free_port
 
 DEFAULT_ECONOMY = str(uuid.uuid5(uuid.NAMESPACE_URL, "switchboard:economy:default"))
 RFC3339_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$")

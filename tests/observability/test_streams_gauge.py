@@ -23,12 +23,12 @@ import pytest
 from switchboard.auth.tokens import TokenCodec
 from tests.conftest import GatewayFactory, default_test_config
 from tests.llm.conftest import add_credential, provider_base, unique_model
-from tests.metering.test_crash import gateway_process
 from tests.observability.samples import parse
 from tests.support import gateway as support
 from tests.support.databases import DatabaseFactory
 from tests.support.gateway import TokenFactory, User
 from tests.support.recorder import RECORDER, recording_client
+from tests.support.served import gateway_process, served_env
 
 METRICS_TOKEN = RECORDER.remember_secret(f"metrics-{uuid.uuid4().hex}")
 GAUGE = "switchboard_streams_in_flight"
@@ -69,19 +69,12 @@ def gauged(
         yield make_gateway(env={"SWITCHBOARD_METRICS_TOKEN": METRICS_TOKEN})
         return
     directory = tmp_path_factory.mktemp("served")
-    config = support.write_config(directory, default_test_config(fake_provider.base_url))
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")},
-        "SWITCHBOARD_ENV": "development",
-        "SWITCHBOARD_DATA_DIR": str(directory / "data"),
-        "SWITCHBOARD_DATABASE_URL": asyncio.run(databases.create()),
-        "SWITCHBOARD_JWT_SECRET": support.TEST_JWT_SECRET,
-        "SWITCHBOARD_ENCRYPTION_KEYS": support.test_encryption_keys("k1"),
-        "SWITCHBOARD_CONFIG": str(config),
-        "SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "true",
-        "SWITCHBOARD_LOG_LEVEL": "WARNING",
-        "SWITCHBOARD_METRICS_TOKEN": METRICS_TOKEN,
-    }
+    env = served_env(
+        databases,
+        directory,
+        default_test_config(fake_provider.base_url),
+        SWITCHBOARD_METRICS_TOKEN=METRICS_TOKEN,
+    )
     with gateway_process(env, directory / "serve.log") as (_, url):
         served = Served(url, TokenFactory(TokenCodec(support.TEST_JWT_SECRET, support.TEST_AUDIENCE)))
         yield served
@@ -336,7 +329,7 @@ def test_a_multiproc_dir_set_by_the_operator_holding_an_earlier_servers_files_do
 @contextmanager
 def _pid_one_server(env: dict[str, str], log: Any) -> Iterator[str]:
     """`switchboard serve` as pid 1 of a PID namespace of its own, as in a container."""
-    from tests.metering.test_crash import SWITCHBOARD, free_port
+    from tests.support.served import SWITCHBOARD, free_port
 
     port = free_port()
     command = ["unshare", "--pid", "--fork", "--kill-child", str(SWITCHBOARD), "serve", "--port", str(port)]

@@ -4,7 +4,6 @@ of both workers, by exactly their amounts (SPEC §17)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import signal
 import subprocess
@@ -19,11 +18,11 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from switchboard.auth.tokens import TokenCodec
 from tests.conftest import default_test_config
-from tests.metering.test_crash import gateway_process
 from tests.observability.samples import Samples, parse
 from tests.support import gateway as support
 from tests.support.databases import DatabaseFactory
 from tests.support.recorder import RECORDER
+from tests.support.served import gateway_process, served_env
 
 METRICS_TOKEN = RECORDER.remember_secret(f"metrics-{uuid.uuid4().hex}")
 WAVE = 16  # concurrent calls, each on its own connection: both workers take some
@@ -90,19 +89,12 @@ def scrape(url: str) -> Samples:
 def test_every_scrape_of_a_two_worker_server_adds_up_both_workers_exactly(
     databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
 ) -> None:
-    config = support.write_config(tmp_path, default_test_config(fake_provider.base_url))
-    env = {
-        **os.environ,
-        "SWITCHBOARD_ENV": "development",
-        "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
-        "SWITCHBOARD_DATABASE_URL": asyncio.run(databases.create()),
-        "SWITCHBOARD_JWT_SECRET": support.TEST_JWT_SECRET,
-        "SWITCHBOARD_ENCRYPTION_KEYS": support.test_encryption_keys("k1"),
-        "SWITCHBOARD_CONFIG": str(config),
-        "SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "true",
-        "SWITCHBOARD_LOG_LEVEL": "WARNING",
-        "SWITCHBOARD_METRICS_TOKEN": METRICS_TOKEN,
-    }
+    env = served_env(
+        databases,
+        tmp_path,
+        default_test_config(fake_provider.base_url),
+        SWITCHBOARD_METRICS_TOKEN=METRICS_TOKEN,
+    )
     token = TokenCodec(support.TEST_JWT_SECRET, support.TEST_AUDIENCE).mint(sub=uuid.uuid4(), role="User")
     secret = RECORDER.remember_secret(f"sk-workers-{uuid.uuid4().hex}")
     with server(env, tmp_path / "serve.log", workers=2) as (process, url):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from switchboard.catalog.catalog import build_catalog
+from switchboard.catalog.routing_settings import RoutingSettings
 from switchboard.catalog.selectors import parse_selector
 from switchboard.config_file import ConfigError, parse_config
-from switchboard.routing.settings import RoutingSettings
 
 BASE = """
 models:

@@ -6,8 +6,11 @@ import asyncio
 import contextlib
 import datetime as dt
 import ipaddress
+import socket
 import ssl
-from collections.abc import AsyncIterator
+import struct
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +74,89 @@ class RawProvider:
         port = server.sockets[0].getsockname()[1]
         async with server:
             yield f"{'https' if self.tls else 'http'}://{host}:{port}/v1"
+
+
+def _read_request(conn: socket.socket | ssl.SSLSocket) -> tuple[bytes, bytes] | None:
+    """One request's head and its content-length body, or None if the client left first."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = conn.recv(65536)
+        if not more:
+            return None
+        data += more
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        (
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        ),
+        0,
+    )
+    while len(body) < length:
+        more = conn.recv(65536)
+        if not more:
+            return None
+        body += more
+    return head, body
+
+
+class ThreadedRawProvider:
+    """A bare HTTP/1.1 server on threads of its own: for a gateway served on another loop or process,
+    or a test that blocks its own loop on purpose. Each connection gets one request, answered with
+    `reply(head, body)`, and is then closed (the answer may say keep-alive: a stale pooled connection).
+
+    `tls` serves HTTPS; the first `resets` connections are reset (linger 0) before the handshake, a
+    connect failure with nothing of the request written. `closed` is released as each connection ends.
+    """
+
+    def __init__(
+        self, reply: Callable[[bytes, bytes], bytes], tls: ssl.SSLContext | None = None, resets: int = 0
+    ) -> None:
+        self.reply = reply
+        self.tls = tls
+        self.resets = resets
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self.listener.getsockname()[1]
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.bodies: list[bytes] = []
+        self.closed = threading.Semaphore(0)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            if self.connections <= self.resets:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()  # linger 0: a reset, before any TLS byte is answered
+                continue
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            with self.tls.wrap_socket(conn, server_side=True) if self.tls else conn as stream:
+                request = _read_request(stream)
+                if request is not None:
+                    self.requests.append(request[0])
+                    self.bodies.append(request[1])
+                    stream.sendall(self.reply(*request))
+        except OSError:
+            pass
+        finally:
+            self.closed.release()
+
+    @contextlib.contextmanager
+    def running(self, host: str = "127.0.0.1") -> Iterator[str]:
+        """The base_url to call it by."""
+        threading.Thread(target=self._accept, daemon=True).start()
+        try:
+            yield f"{'https' if self.tls else 'http'}://{host}:{self.port}/v1"
+        finally:
+            self.listener.close()
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from switchboard.auth.paging import newest_first
 from switchboard.auth.principal import SCOPE_ORDER, Principal
 from switchboard.auth.schemas import DelegationRequest, DelegationResult, DelegationTokenInfo
 from switchboard.errors import Forbidden, NotFound
-from switchboard.groups.service import member_role
 from switchboard.kit.clock import utcnow
 
 # The widest scope each room role may hand on (SPEC §2 and §7): viewers read, members also call
@@ -35,10 +34,15 @@ def _may_manage(principal: Principal) -> None:
 
 
 async def mint(
-    context: AuthContext, session: AsyncSession, principal: Principal, request: DelegationRequest
+    context: AuthContext,
+    session: AsyncSession,
+    principal: Principal,
+    request: DelegationRequest,
+    room_role: str | None,
 ) -> DelegationResult:
+    """`room_role`: the minting user's role in `request.group_id` (None: not a member), which the
+    rooms domain, above this one, reads (groups/auth_routes.py)."""
     _may_manage(principal)
-    room_role = await member_role(session, request.group_id, principal.user_id)
     if room_role is None:
         # Not a member: the room may as well not exist (SPEC §2, 404 rather than 403).
         raise NotFound("working group not found")

@@ -1,4 +1,4 @@
-"""FastAPI dependencies: the current principal and the role, permission and scope gates."""
+"""FastAPI dependencies: the current principal and the permission and writer gates."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from switchboard.auth.authenticator import authorization_of
-from switchboard.auth.principal import DelegationScope, Principal
+from switchboard.auth.principal import Principal
 from switchboard.errors import Forbidden
 
 
@@ -26,30 +26,12 @@ async def current_principal(request: Request) -> Principal:
 CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
 
 
-def require_roles(*roles: str) -> Callable[[Principal], Awaitable[Principal]]:
-    async def dependency(principal: CurrentPrincipal) -> Principal:
-        if principal.role not in roles:
-            raise Forbidden(f"requires role {' or '.join(roles)}")
-        return principal
-
-    return dependency
-
-
 def require_permission(
     name: str, *, or_roles: tuple[str, ...] = ("Admin", "SuperAdmin")
 ) -> Callable[[Principal], Awaitable[Principal]]:
     async def dependency(principal: CurrentPrincipal) -> Principal:
         if not (principal.has_permission(name) or principal.role in or_roles):
             raise Forbidden(f"Insufficient permissions: {name}")
-        return principal
-
-    return dependency
-
-
-def require_scope(needed: DelegationScope) -> Callable[[Principal], Awaitable[Principal]]:
-    async def dependency(principal: CurrentPrincipal) -> Principal:
-        if not principal.delegation_allows(needed):
-            raise Forbidden(f"delegation scope {needed!r} required")
         return principal
 
     return dependency

@@ -10,9 +10,9 @@ whether an id belongs to someone.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 
-from sqlalchemy import and_, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchboard.auth.models import User
@@ -23,30 +23,14 @@ from switchboard.errors import ValidationFailed
 MAX_IDS = 100
 
 
-async def _colleagues(session: AsyncSession, principal: Principal, ids: set[uuid.UUID]) -> set[uuid.UUID]:
-    """Those of `ids` who share a room with the caller or take part in an economy the caller owns."""
-    # The rooms and economies domains own these tables; read through their models, no foreign keys.
-    from switchboard.groups.models import RoomMember
-    from switchboard.metering.models import ParticipantRow
-
-    mine = select(RoomMember.room_id).where(RoomMember.user_id == principal.user_id)
-    in_my_rooms = select(RoomMember.user_id).where(RoomMember.room_id.in_(mine), RoomMember.user_id.in_(ids))
-    owned = select(ParticipantRow.economy_id).where(
-        ParticipantRow.kind == "user",
-        ParticipantRow.participant_id == principal.user_id,
-        ParticipantRow.role == "owner",
-    )
-    in_my_economies = select(ParticipantRow.participant_id).where(
-        and_(
-            ParticipantRow.economy_id.in_(owned),
-            ParticipantRow.kind == "user",
-            ParticipantRow.participant_id.in_(ids),
-        )
-    )
-    return set(await session.scalars(in_my_rooms)) | set(await session.scalars(in_my_economies))
+# Those of the ids who share a room with the caller or take part in an economy the caller owns: the
+# rooms and economies domains, above this one, know (groups/auth_routes.py).
+Colleagues = Callable[[AsyncSession, Principal, set[uuid.UUID]], Awaitable[set[uuid.UUID]]]
 
 
-async def emails(session: AsyncSession, principal: Principal, ids: Collection[uuid.UUID]) -> list[UserOut]:
+async def emails(
+    session: AsyncSession, principal: Principal, ids: Collection[uuid.UUID], colleagues: Colleagues
+) -> list[UserOut]:
     """The id and email of each of `ids` the caller may know by email, in the order asked."""
     wanted = list(dict.fromkeys(ids))
     if not 1 <= len(wanted) <= MAX_IDS:
@@ -55,11 +39,10 @@ async def emails(session: AsyncSession, principal: Principal, ids: Collection[uu
     if not principal.is_admin:
         others = allowed - {principal.user_id}
         allowed = (allowed & {principal.user_id}) | (
-            await _colleagues(session, principal, others) if others else set()
+            await colleagues(session, principal, others) if others else set()
         )
     if not allowed:
         return []
-    found = dict(
-        (await session.execute(select(User.id, User.email).where(User.id.in_(allowed)))).tuples().all()
-    )
+    rows = await session.execute(select(User.id, User.email).where(User.id.in_(allowed)))
+    found = {user_id: email for user_id, email in rows}
     return [UserOut(id=user_id, email=found[user_id]) for user_id in wanted if user_id in found]

@@ -2,36 +2,27 @@
 
 from __future__ import annotations
 
-import uuid
-from typing import Annotated
+from fastapi import APIRouter, Response, status
 
-from fastapi import APIRouter, Depends, Query, Response, status
-
-from switchboard.auth import api_keys, delegation, directory, login, refresh
+from switchboard.auth import api_keys, delegation, login, refresh
 from switchboard.auth.claims import caller_claims
 from switchboard.auth.context import Auth
-from switchboard.auth.dependencies import CurrentPrincipal, require_permission
-from switchboard.auth.principal import Principal
+from switchboard.auth.dependencies import CurrentPrincipal
 from switchboard.auth.schemas import (
     ApiKeyExchangeRequest,
     ApiKeyInfo,
     ApiKeyIssued,
     ApiKeyIssueRequest,
     CallerClaims,
-    DelegationRequest,
-    DelegationResult,
     DelegationTokenInfo,
     LoginRequest,
     LoginResult,
     RefreshRequest,
-    UserOut,
 )
 from switchboard.db.session import DbSession
 from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
 
 router = APIRouter(tags=["Auth"])
-UserIds = Annotated[list[uuid.UUID], Query(alias="id", description="a user id; repeat, 1 to 100")]
-Delegator = Annotated[Principal, Depends(require_permission("CreateDelegationToken"))]
 
 
 @router.post("/auth/login", operation_id="login_Auth")
@@ -74,26 +65,6 @@ async def revoke_api_key(key_id: str, principal: CurrentPrincipal, session: DbSe
 @router.get("/protected/jwt", operation_id="callerClaims_Auth")
 async def protected_jwt(principal: CurrentPrincipal) -> CallerClaims:
     return caller_claims(principal)
-
-
-@router.get("/users", operation_id="listUsers_Auth")
-async def list_users(
-    principal: CurrentPrincipal,
-    session: DbSession,
-    user_ids: UserIds = [],  # noqa: B006 (FastAPI copies a default; the service refuses an empty list)
-) -> Page[UserOut]:
-    """The email of each given user the caller may know: themselves, fellow members of their rooms,
-    participants of economies they own; Admins anyone. Others are left out, as unknown ids are."""
-    return Page(data=await directory.emails(session, principal, user_ids), next_cursor=None)
-
-
-@router.post(
-    "/auth/delegation/jwt", status_code=status.HTTP_201_CREATED, operation_id="createDelegation_Auth"
-)
-async def create_delegation(
-    body: DelegationRequest, principal: Delegator, session: DbSession, auth: Auth
-) -> DelegationResult:
-    return await delegation.mint(auth, session, principal, body)
 
 
 @router.get("/auth/delegation/tokens", operation_id="listDelegationTokens_Auth")

@@ -16,9 +16,8 @@ ALGORITHM = "HS256"
 MAX_LEEWAY_SECONDS = 120
 # pyjwt accepts any integer `exp`; one far in the future (10**30) is a forged or broken token.
 MAX_LIFETIME_SECONDS = 366 * 24 * 3600
-# Token types (`typ` claim) that tell an access token from anything else we sign.
+# The token type (`typ` claim) that tells an access token from anything else we sign.
 ACCESS = "access"
-REFRESH = "refresh"
 
 
 class TokenCodec:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from switchboard.catalog.routing_config import fallback_selectors, routing_settings
+from switchboard.catalog.routing_settings import DEFAULT_ROUTING, RoutingSettings
 from switchboard.catalog.selectors import Selector, parse_selector, selector_from_spec
 from switchboard.config_file import ConfigError, GatewayConfig, ModelEntry
 from switchboard.errors import BadRequest
-from switchboard.routing.config import fallback_selectors, routing_settings
-from switchboard.routing.settings import DEFAULT_ROUTING, RoutingSettings
 from switchboard.upstream import providers
 
 

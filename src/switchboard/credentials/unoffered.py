@@ -26,7 +26,7 @@ async def stored_unoffered(sessionmaker: async_sessionmaker[AsyncSession]) -> di
         rows = await session.execute(
             select(LlmCredential.provider, func.count()).group_by(LlmCredential.provider)
         )
-    return {kind: count for kind, count in rows.tuples() if not providers.is_known(kind)}
+    return {kind: count for kind, count in rows if not providers.is_known(kind)}
 
 
 async def warn_unoffered(sessionmaker: async_sessionmaker[AsyncSession]) -> None:

@@ -10,7 +10,6 @@ what is stored reads back exactly as if Core had written it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -18,10 +17,11 @@ from typing import Any, Protocol, cast
 
 from sqlalchemy import Engine, Table
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import PoolProxiedConnection
 
 from switchboard.db.engine import make_sync_sqlite_engine
+from switchboard.db.kept_connections import KeptConnections
 
 Row = Sequence[object]
 # SQLite: batches up to this size commit on the caller's thread (see SqliteBatchInsert).
@@ -214,7 +214,7 @@ class SqliteBatchInsert:
 
 
 class PostgresBatchInsert:
-    """asyncpg's `executemany` (`execute` for one row) on a connection kept from the engine's pool.
+    """asyncpg's `executemany` (`execute` for one row) on a kept connection (db/kept_connections.py).
 
     Without a transaction open, asyncpg sends every row's Bind/Execute and a single Sync: one round
     trip, and the server runs it as one implicit transaction, so a batch is all or nothing. Each row
@@ -222,7 +222,7 @@ class PostgresBatchInsert:
 
     The connection is kept between batches (a checkout from the pool costs about what the insert
     does) and closed once no batch came for `idle_seconds`, so that an idle process holds no more
-    connections than its pool.
+    connections than its pool. One that fails mid-batch is discarded, never returned to the pool.
     """
 
     def __init__(
@@ -233,72 +233,21 @@ class PostgresBatchInsert:
         idle_seconds: float = IDLE_SECONDS,
         statement: PreparedInsert | None = None,
     ) -> None:
-        self._engine = engine
         placeholders = [f"${index}" for index in range(1, len(columns) + 1)]
         self._statement: PreparedInsert = statement or _Statement(
             engine.dialect, table, columns, placeholders
         )
-        self._idle_seconds = idle_seconds
-        self._connection: AsyncConnection | None = None
-        self._driver: Any = None  # asyncpg.Connection (asyncpg ships no type hints)
-        self._used = False  # a batch since the idle timer last looked
-        self._inserting = False
-        self._idle_timer: asyncio.TimerHandle | None = None
-        self._closing: set[asyncio.Task[None]] = set()
+        self._kept = KeptConnections(engine, keep=1, idle_seconds=idle_seconds, discard_idle=True)
 
     async def insert(self, rows: Sequence[Row], statement: PreparedInsert | None = None) -> None:
         """`statement`: one that does more in the same round trip (the same rows, more arguments)."""
         statement = statement or self._statement
         parameters = statement.parameters(rows)
-        self._used = self._inserting = True
-        try:
-            if self._connection is None:
-                connection = await self._engine.connect()
-                self._driver = (await connection.get_raw_connection()).driver_connection
-                self._connection = connection
-                if self._idle_timer is None:
-                    self._idle_timer = asyncio.get_running_loop().call_later(self._idle_seconds, self._idle)
+        async with self._kept.lease() as driver:
             if len(parameters) == 1:  # executemany's pipelining costs ~10 us more for a single row
-                await self._driver.execute(statement.sql, *parameters[0])
+                await driver.execute(statement.sql, *parameters[0])
             else:
-                await self._driver.executemany(statement.sql, parameters)
-        except BaseException:
-            # The connection may be broken (failover, a dropped socket): it must not go back to the pool.
-            self._close_connection()
-            raise
-        finally:
-            self._inserting = False
-
-    def _idle(self) -> None:
-        self._idle_timer = None
-        if self._connection is None:
-            return
-        if self._used or self._inserting:
-            self._used = False
-            self._idle_timer = asyncio.get_running_loop().call_later(self._idle_seconds, self._idle)
-            return
-        self._close_connection()
-
-    def _close_connection(self) -> None:
-        """Closed rather than returned: the pool keeps whatever it is given, so it would stay open."""
-        connection, self._connection, self._driver = self._connection, None, None
-        if connection is not None:
-            task = asyncio.get_running_loop().create_task(_discard(connection))
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
+                await driver.executemany(statement.sql, parameters)
 
     async def close(self) -> None:
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-            self._idle_timer = None
-        connection, self._connection, self._driver = self._connection, None, None
-        if connection is not None:
-            await connection.close()
-        if self._closing:
-            await asyncio.gather(*self._closing, return_exceptions=True)
-
-
-async def _discard(connection: AsyncConnection) -> None:
-    with contextlib.suppress(Exception):  # a broken connection may fail to close; it is gone either way
-        await connection.invalidate()
-        await connection.close()
+        await self._kept.close()

@@ -3,11 +3,13 @@
 SQLAlchemy spends most of a small statement's time on what does not change between executions
 (execution context, parameter bookkeeping, result metadata). A statement marked with `driver_ready`
 is compiled once per dialect; each execution then only converts its parameters and rows with the
-very processors SQLAlchemy would apply, so what is stored and read back is the same.
+very processors SQLAlchemy would apply (`TypeEngine.dialect_impl(...).bind_processor` and
+`result_processor`, its public API), so what is stored and read back is the same.
 """
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -49,10 +51,10 @@ _Processor = Callable[[Any], Any]
 
 
 class _Remembered:
-    """A processor of immutable values (times, UUIDs) that remembers its recent conversions by the
-    object's identity: a limit's id, a window's start or a lease given again, as the same object, is
-    not converted again, even when the rows of one statement alternate between a few of them. The
-    lookup is inlined in the generated values function (`_values_builder`); `convert` is the miss."""
+    """The recent conversions of a processor of immutable values (times, UUIDs), by the object's
+    identity: a limit's id, a window's start or a lease given again, as the same object, is not
+    converted again, even when the rows of one statement alternate between a few of them. The lookup
+    is made in `_Values.__call__`; `convert` is the miss."""
 
     __slots__ = ("known", "process")
 
@@ -73,63 +75,79 @@ class _Remembered:
         return converted
 
 
-def _remembering(kind: Any, process: _Processor | None) -> _Processor | _Remembered | None:
-    if process is None or not isinstance(kind, (UTCDateTime, Uuid)):
-        return process
-    return _Remembered(process)
+# A parameter's position, what its type remembers (None: nothing), and its conversion.
+_Converter = tuple[int, dict[int, tuple[Any, Any]] | None, _Processor]
 
 
-def _values_builder(
-    order: tuple[str, ...], processors: Sequence[_Processor | _Remembered | None], defaults: Mapping[str, Any]
-) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
-    """A function from a statement's named parameters to its positional values, each converted by its
-    processor: generated once per statement, so that a row costs one tuple display rather than a loop
-    with a lookup, a test and a call per column (every settlement and reservation binds a dozen)."""
-    scope: dict[str, Any] = {}
-    items = []
-    for index, name in enumerate(order):
-        if name in defaults:
-            scope[f"d{index}"] = defaults[name]
-            read = f"p.get({name!r}, d{index})"
+def _converter(index: int, kind: Any, dialect: Dialect) -> _Converter | None:
+    """What SQLAlchemy applies to a bound value of this type on this dialect (None: nothing)."""
+    process: _Processor | None = kind.dialect_impl(dialect).bind_processor(dialect)
+    if process is None:
+        return None
+    if not isinstance(kind, (UTCDateTime, Uuid)):
+        return index, None, process
+    remembered = _Remembered(process)
+    return index, remembered.known, remembered.convert
+
+
+class _Values:
+    """A statement's named parameters as its positional values, each converted by its type's bind
+    processor. The names are read in one C call (`itemgetter`) and only the columns that need a
+    conversion (times, ids, JSON: a few of the dozen a settlement binds) are visited in Python."""
+
+    __slots__ = ("_converters", "_defaults", "_one", "_read")
+
+    def __init__(
+        self, order: tuple[str, ...], converters: Sequence[_Converter | None], defaults: Mapping[str, Any]
+    ) -> None:
+        self._read: Callable[[Mapping[str, Any]], Any] | None = operator.itemgetter(*order) if order else None
+        self._one = len(order) == 1  # itemgetter of one name gives the value itself, not a tuple
+        self._converters = tuple(convert for convert in converters if convert is not None)
+        self._defaults = dict(defaults)
+
+    def __call__(self, parameters: Mapping[str, Any]) -> Sequence[Any]:
+        read = self._read
+        if read is None:
+            return ()
+        if self._defaults:  # a missing parameter with no default is a KeyError, as in SQLAlchemy
+            parameters = {**self._defaults, **parameters}
+        if self._one:
+            values = [read(parameters)]
+        elif self._converters:
+            values = list(read(parameters))
         else:
-            read = f"p[{name!r}]"  # a missing parameter is a KeyError, as before
-        processor = processors[index]
-        if processor is None:
-            items.append(read)
-        elif isinstance(processor, _Remembered):
-            scope[f"k{index}"], scope[f"f{index}"] = processor.known, processor.convert
-            hit = f"q[1] if (q := k{index}.get(id(v))) is not None and q[0] is v else f{index}(v)"
-            items.append(f"(None if (v := {read}) is None else ({hit}))")
-        else:
-            scope[f"f{index}"] = processor
-            items.append(f"(None if (v := {read}) is None else f{index}(v))")
-    source = f"def values(p):\n    return ({', '.join(items)}{',' if len(items) == 1 else ''})\n"
-    exec(compile(source, "<driver statement values>", "exec"), scope)  # noqa: S102 - names are ours
-    values: Callable[[Mapping[str, Any]], tuple[Any, ...]] = scope["values"]
-    return values
+            return read(parameters)  # type: ignore[no-any-return]
+        for index, known, convert in self._converters:
+            value = values[index]
+            if value is None:
+                continue
+            if known is not None:
+                hit = known.get(id(value))
+                if hit is not None and hit[0] is value:
+                    values[index] = hit[1]
+                    continue
+            values[index] = convert(value)
+        return values
 
 
 class DriverStatement:
+    """A statement compiled once for a dialect (SQLAlchemy's public compiler output: its SQL, the
+    positional order of its parameters, their binds) and run on the sqlite3 connection itself, whose
+    statement cache keeps it prepared across executions."""
+
     def __init__(self, statement: Any, dialect: Dialect) -> None:
         compiled = statement.compile(dialect=dialect)
         self.sql: str = compiled.string
-        self._order: tuple[str, ...] = tuple(compiled.positiontup or ())
+        order: tuple[str, ...] = tuple(compiled.positiontup or ())
         binds = compiled.binds
-        self._defaults = {
-            name: binds[name].effective_value for name in self._order if not binds[name].required
-        }
-        processors: Mapping[str, _Processor] = compiled._bind_processors
-        self._values = _values_builder(
-            self._order,
-            [_remembering(binds[name].type, processors.get(name)) for name in self._order],
-            self._defaults,
+        defaults = {name: binds[name].effective_value for name in order if not binds[name].required}
+        self._values = _Values(
+            order, [_converter(i, binds[name].type, dialect) for i, name in enumerate(order)], defaults
         )
-        columns = compiled._result_columns
-        row_type: Any = (
-            namedtuple("Row", [entry.keyname for entry in columns], rename=True) if columns else None
-        )  # type: ignore[misc]
+        columns = list(statement.exported_columns.items())
+        row_type: Any = namedtuple("Row", [key for key, _ in columns], rename=True) if columns else None  # type: ignore[misc]
         self._make_row: Callable[[list[Any]], Any] | None = row_type._make if row_type is not None else None
-        readers = [entry.type._cached_result_processor(dialect, None) for entry in columns]
+        readers = [column.type.dialect_impl(dialect).result_processor(dialect, None) for _, column in columns]
         self._readers = [(index, read) for index, read in enumerate(readers) if read is not None]
 
     def run(self, connection: sqlite3.Connection, parameters: Any) -> DriverResult:

@@ -30,10 +30,21 @@ def kept_share(engine: AsyncEngine) -> int:
 
 
 class KeptConnections:
-    def __init__(self, engine: AsyncEngine, keep: int = KEEP, idle_seconds: float = IDLE_SECONDS) -> None:
+    """`discard_idle`: a connection idle for `idle_seconds` is closed at the server rather than
+    returned to the engine's pool (which would keep it open): for an engine of its own, as the usage
+    writer's batch insert may have, an idle process then holds no connection at all."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        keep: int = KEEP,
+        idle_seconds: float = IDLE_SECONDS,
+        discard_idle: bool = False,
+    ) -> None:
         self._engine = engine
         self._keep = keep
         self._idle_seconds = idle_seconds
+        self._discard_idle = discard_idle
         self._idle: list[tuple[AsyncConnection, Any]] = []
         self._used = False  # a lease since the idle timer last looked
         self._timer: asyncio.TimerHandle | None = None
@@ -93,7 +104,7 @@ class KeptConnections:
             return
         idle, self._idle = self._idle, []
         for connection, _ in idle:
-            self._later(connection.close())
+            self._later(_discard(connection) if self._discard_idle else connection.close())
 
     async def close(self) -> None:
         self._closed = True

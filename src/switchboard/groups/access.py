@@ -28,11 +28,6 @@ class RoomAccess:
     power: int
     delegated: bool = False
 
-    @property
-    def can_spend(self) -> bool:
-        """Room credentials are used by members other than viewers."""
-        return self.role != "viewer"
-
     def require(self, needed: int, what: str) -> None:
         if self.power >= needed:
             return

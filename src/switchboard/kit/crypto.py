@@ -62,10 +62,6 @@ class Keyring:
     def active_kid(self) -> str:
         return self._active
 
-    @property
-    def kids(self) -> tuple[str, ...]:
-        return tuple(self._ciphers)
-
     def seal(self, plaintext: bytes, associated: bytes) -> bytes:
         """Encrypt under the active key; `associated` must be given again, identical, to open."""
         header = _header(self._active)

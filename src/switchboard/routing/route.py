@@ -6,9 +6,9 @@ import uuid
 from collections.abc import Hashable
 from typing import NamedTuple
 
+from switchboard.catalog.routing_settings import RoutingSettings
 from switchboard.config_file import ModelEntry
 from switchboard.credentials.store import CredentialRef
-from switchboard.routing.settings import RoutingSettings
 
 # The credentials of one provider in one scope: (provider, scope, room or user id; None for deployment).
 PoolKey = tuple[str, str, uuid.UUID | None]

@@ -18,16 +18,16 @@ import orjson
 from switchboard.errors import BadRequest, SwitchboardError, UpstreamFailed
 from switchboard.observability import events as telemetry
 from switchboard.observability import tracing
-from switchboard.upstream import endpoints, provider_errors, relay_exchange
+from switchboard.upstream import provider_errors, relay_exchange
 from switchboard.upstream.adapters.anthropic_stream import ERROR_STATUS
 from switchboard.upstream.adapters.anthropic_usage import usage as anthropic_reader
 from switchboard.upstream.connection_pool import ProviderConnections
+from switchboard.upstream.endpoint_cache import EndpointCache
 from switchboard.upstream.endpoints import Endpoint
 from switchboard.upstream.provider_stream import ProviderStream
 from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget, Usage
 from switchboard.upstream.usage_openai import openai_usage
 
-ENDPOINT_CACHE_SIZE = 1024
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 
@@ -233,22 +233,10 @@ def _encode(body: dict[str, Any]) -> bytes:
 class NativeRelay:
     def __init__(self, connections: ProviderConnections) -> None:
         self.connections = connections
-        self._endpoints: dict[tuple[str | None, str, str], Endpoint] = {}
+        self._endpoints = EndpointCache()
 
     def _endpoint(self, target: UpstreamTarget, wire: NativeFormat) -> Endpoint:
-        key = (target.base_url, wire.path, wire.auth_header)
-        endpoint = self._endpoints.get(key)
-        if endpoint is None:
-            try:
-                endpoint = endpoints.parse(
-                    target.base_url or wire.default_base_url, wire.path, wire.auth_header
-                )
-            except ValueError:
-                raise provider_errors.unusable_base_url() from None
-            if len(self._endpoints) >= ENDPOINT_CACHE_SIZE:
-                self._endpoints.clear()
-            self._endpoints[key] = endpoint
-        return endpoint
+        return self._endpoints.get(target.base_url, wire.default_base_url, wire.path, wire.auth_header)
 
     async def json(
         self, target: UpstreamTarget, wire: NativeFormat, body: dict[str, Any], headers: bytes = b""

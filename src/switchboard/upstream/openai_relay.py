@@ -7,8 +7,9 @@ from typing import Any
 import orjson
 
 from switchboard.errors import BadRequest, UpstreamFailed
-from switchboard.upstream import endpoints, provider_errors, relay_exchange
+from switchboard.upstream import relay_exchange
 from switchboard.upstream.connection_pool import ProviderConnections
+from switchboard.upstream.endpoint_cache import EndpointCache
 from switchboard.upstream.endpoints import Endpoint
 from switchboard.upstream.provider_stream import ProviderStream
 from switchboard.upstream.sse import EventSplitter
@@ -16,27 +17,15 @@ from switchboard.upstream.types import UpstreamReply, UpstreamStream, UpstreamTa
 from switchboard.upstream.usage_openai import openai_usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-ENDPOINT_CACHE_SIZE = 1024  # parsed endpoints kept (one per credential base_url and path)
 
 
 class OpenAIRelay:
     def __init__(self, connections: ProviderConnections) -> None:
         self.connections = connections
-        self._endpoints: dict[tuple[str | None, str], Endpoint] = {}
+        self._endpoints = EndpointCache()
 
     def endpoint(self, target: UpstreamTarget, path: str) -> Endpoint:
-        """Parsed once per base_url and path: a call only appends its key and body to the head."""
-        key = (target.base_url, path)
-        endpoint = self._endpoints.get(key)
-        if endpoint is None:
-            try:
-                endpoint = endpoints.parse(target.base_url or DEFAULT_BASE_URL, path)
-            except ValueError:
-                raise provider_errors.unusable_base_url() from None
-            if len(self._endpoints) >= ENDPOINT_CACHE_SIZE:
-                self._endpoints.clear()
-            self._endpoints[key] = endpoint
-        return endpoint
+        return self._endpoints.get(target.base_url, DEFAULT_BASE_URL, path)
 
     async def _json(self, target: UpstreamTarget, path: str, body: dict[str, Any]) -> UpstreamReply:
         data = await relay_exchange.post_json(

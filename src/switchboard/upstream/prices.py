@@ -113,14 +113,6 @@ def litellm_price_table(
     return base, above
 
 
-def litellm_prices(provider: str, model: str) -> tuple[Decimal, Decimal] | None:
-    """(input, output) in currency units per million tokens, or None when litellm does not know it."""
-    table = litellm_price_table(provider, model)
-    if table is None:
-        return None
-    return table[0]["input_per_mtok"] or Decimal(0), table[0]["output_per_mtok"] or Decimal(0)
-
-
 def litellm_knows_cache_prices(provider: str, model: str) -> bool:
     """Whether litellm's map states a cache read or write price for the model (the start-up warning)."""
     entry = _entry(provider, model)

@@ -7,10 +7,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from switchboard.kit.secret import Secret
-from switchboard.upstream.providers import NATIVE
-
-# The kinds the gateway's own code calls; upstream/providers.py knows every kind (SPEC §15).
-PROVIDER_KINDS = NATIVE
 
 
 @dataclass(frozen=True)

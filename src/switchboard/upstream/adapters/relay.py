@@ -6,14 +6,14 @@ import re
 from typing import Any
 
 from switchboard.errors import SwitchboardError
-from switchboard.upstream import endpoints, provider_errors, relay_exchange
+from switchboard.upstream import relay_exchange
 from switchboard.upstream.adapters.base import ChatAdapter, StreamMapper
 from switchboard.upstream.connection_pool import ProviderConnections
+from switchboard.upstream.endpoint_cache import EndpointCache
 from switchboard.upstream.endpoints import Endpoint
 from switchboard.upstream.provider_stream import ProviderStream
 from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget, Usage
 
-ENDPOINT_CACHE_SIZE = 1024
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 
@@ -21,27 +21,11 @@ class AdaptedRelay:
     def __init__(self, connections: ProviderConnections, adapter: ChatAdapter) -> None:
         self.connections = connections
         self.adapter = adapter
-        self._endpoints: dict[tuple[str | None, str], Endpoint] = {}
+        self._endpoints = EndpointCache(adapter.fixed_headers)
 
     def endpoint(self, target: UpstreamTarget, path: str) -> Endpoint:
-        """Parsed once per base_url and path (see OpenAIRelay.endpoint)."""
-        key = (target.base_url, path)
-        endpoint = self._endpoints.get(key)
-        if endpoint is None:
-            adapter = self.adapter
-            try:
-                endpoint = endpoints.parse(
-                    target.base_url or adapter.default_base_url,
-                    path,
-                    adapter.auth_header,
-                    adapter.fixed_headers,
-                )
-            except ValueError:
-                raise provider_errors.unusable_base_url() from None
-            if len(self._endpoints) >= ENDPOINT_CACHE_SIZE:
-                self._endpoints.clear()
-            self._endpoints[key] = endpoint
-        return endpoint
+        adapter = self.adapter
+        return self._endpoints.get(target.base_url, adapter.default_base_url, path, adapter.auth_header)
 
     async def chat(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         request = self.adapter.chat_request(target.model, body, stream=False)

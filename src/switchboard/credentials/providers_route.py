@@ -1,4 +1,8 @@
-"""GET /providers (SPEC §15): the provider kinds credentials and selectors may name."""
+"""GET /providers (SPEC §15): the provider kinds credentials and selectors may name.
+
+The list is the upstream layer's (upstream/service.py); the route lives here, with the credentials
+it describes, because it needs the caller (auth), a domain that upstream, below it, must not import.
+"""
 
 from __future__ import annotations
 

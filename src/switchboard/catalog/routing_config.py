@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from switchboard.catalog.routing_settings import DEFAULT_ROUTING, RoutingSettings
 from switchboard.catalog.selectors import Selector, parse_selector
 from switchboard.config_file import ConfigError, GatewayConfig
 from switchboard.errors import BadRequest
-from switchboard.routing.settings import DEFAULT_ROUTING, RoutingSettings
 
 
 def routing_settings(config: GatewayConfig) -> tuple[RoutingSettings, dict[str, RoutingSettings]]:
