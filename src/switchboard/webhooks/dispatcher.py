@@ -16,6 +16,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any, cast
 
+import anyio
 from sqlalchemy import Table, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -68,6 +69,7 @@ class Dispatcher:
         self._reloaded = 0.0
         # Thresholds this process has seen marked: the next settlement does not try them again.
         self._marked: set[tuple[str, datetime, int]] = set()
+        self._lock = asyncio.Lock()
 
     async def run_forever(self) -> None:
         hub = self._hub
@@ -83,6 +85,12 @@ class Dispatcher:
                 log.warning("webhook dispatch failed; retrying", exc_info=True)
 
     async def tick(self) -> None:
+        """Everything handed over before it is written, and every delivery due is attempted, when it
+        returns (ticks never overlap: a test's flush waits for the loop's)."""
+        async with self._lock:
+            await self._tick()
+
+    async def _tick(self) -> None:
         loop = asyncio.get_running_loop()
         if self._hub.stale or loop.time() - self._reloaded >= 2.0:
             await self.reload()
@@ -160,13 +168,31 @@ class Dispatcher:
                     )
                 )
             }
-        results = await asyncio.gather(*(self._attempt(row, hooks.get(row.webhook_id)) for row in claimed))
+        try:
+            results = await asyncio.gather(
+                *(self._attempt(row, hooks.get(row.webhook_id)) for row in claimed)
+            )
+        except asyncio.CancelledError:
+            # Shutting down: the rows are due again at once (another replica, or this one restarted),
+            # not a lease later. An attempt cut short may have arrived: at least once, not exactly.
+            with anyio.CancelScope(shield=True):
+                async with self._engine.begin() as conn:
+                    await conn.execute(
+                        update(_DELIVERIES)
+                        .where(_DELIVERIES.c.id.in_([row.id for row in claimed]))
+                        .values(next_attempt_at=now)
+                    )
+            raise
         async with self._engine.begin() as conn:
             for row, result in zip(claimed, results, strict=True):
                 await conn.execute(
                     update(_DELIVERIES)
                     .where(_DELIVERIES.c.id == row.id)
-                    .values(**self._outcome(row.attempts + 1, row.created_at, result))
+                    # Counted in SQL: two senders of one row (which claiming rules out) would show as 2.
+                    .values(
+                        attempts=_DELIVERIES.c.attempts + 1,
+                        **self._outcome(row.attempts + 1, row.created_at, result),
+                    )
                 )
         return len(claimed) == BATCH
 
@@ -183,7 +209,6 @@ class Dispatcher:
     def _outcome(self, attempts: int, created_at: datetime, result: Attempt) -> dict[str, Any]:
         now = utcnow()
         values: dict[str, Any] = {
-            "attempts": attempts,
             "last_attempt_at": now,
             "response_status": result.status,
             "last_error": result.error,

@@ -50,11 +50,12 @@ async def startup(app: FastAPI) -> None:
     app.state.webhooks = hub
     app.state.webhook_setup = Setup(hub=hub, keyring=keyring, allow_private=settings.allow_private_upstreams)
     app.state.webhook_pool = pool
-    app.state.webhook_dispatcher = asyncio.create_task(dispatcher.run_forever(), name="webhook-dispatcher")
+    app.state.webhook_dispatcher = dispatcher
+    app.state.webhook_task = asyncio.create_task(dispatcher.run_forever(), name="webhook-dispatcher")
 
 
 async def shutdown(app: FastAPI) -> None:
-    task: asyncio.Task[None] | None = getattr(app.state, "webhook_dispatcher", None)
+    task: asyncio.Task[None] | None = getattr(app.state, "webhook_task", None)
     if task is not None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
