@@ -51,7 +51,9 @@ class WebhookReceiver:
         with self._changed:
             while True:
                 found = [
-                    d for d in self.received if d.path == path and all(d.event.get(k) == v for k, v in match.items())
+                    d
+                    for d in self.received
+                    if d.path == path and all(d.event.get(k) == v for k, v in match.items())
                 ]
                 if len(found) >= count:
                     return found
@@ -89,5 +91,7 @@ class WebhookReceiver:
             status = queue.pop(0) if queue else 200
             self.received.append(Delivery(path, headers, body, verified, status))
             self._changed.notify_all()
-        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
+        await send(
+            {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]}
+        )
         await send({"type": "http.response.body", "body": b"ok"})

@@ -36,7 +36,9 @@ def test_a_test_event_arrives_signed_as_standard_webhooks_says(
     assert logged["last_error"] is None and logged["next_attempt_at"] is None
 
 
-def test_a_wrong_secret_does_not_verify(hooks_gateway: Gateway, admin: User, receiver: WebhookReceiver) -> None:
+def test_a_wrong_secret_does_not_verify(
+    hooks_gateway: Gateway, admin: User, receiver: WebhookReceiver
+) -> None:
     """The receiver's check can fail: a delivery checked under another webhook's secret is refused."""
     first = create_webhook(hooks_gateway.url, admin, receiver, ["audit.event"])
     second = create_webhook(hooks_gateway.url, admin, receiver, ["audit.event"])
