@@ -45,15 +45,17 @@ class WebhookReceiver:
         with self._changed:
             return [d for d in self.received if d.path == path]
 
-    def wait_for(self, path: str, count: int, timeout: float = 60.0, **match: Any) -> list[Delivery]:
-        """At least `count` deliveries to `path` (of event `type`, if given); fails after `timeout`."""
+    def wait_for(
+        self, path: str, count: int, timeout: float = 60.0, answered: int | None = None
+    ) -> list[Delivery]:
+        """At least `count` deliveries to `path` (answered `answered`, if given); fails after `timeout`."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
                 found = [
                     d
                     for d in self.received
-                    if d.path == path and all(d.event.get(k) == v for k, v in match.items())
+                    if d.path == path and (answered is None or d.answered == answered)
                 ]
                 if len(found) >= count:
                     return found
