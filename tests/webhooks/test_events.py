@@ -86,7 +86,8 @@ def test_budget_thresholds_fire_once_each_and_the_first_refusal_once(
     first = min(thresholds, key=lambda e: e["data"]["threshold"])["data"]
     assert first["limit"]["id"] == limit["id"]
     assert (first["limit"]["metric"], first["limit"]["window"], first["amount"]) == ("cost", "day", "200000")
-    assert first["used"] == "100000"
+    # What `used` was when the dispatcher looked: the second call may have settled by then.
+    assert int(first["used"]) >= 100000
     [refused] = of_type(received, "limit.refused")
     assert refused["data"]["limit"]["id"] == limit["id"]
     assert refused["data"]["code"] == "budget_exceeded"
