@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -10,6 +12,7 @@ from tests.conftest import GatewayFactory
 from tests.fakes.webhook_receiver import WebhookReceiver
 from tests.support import gateway as support
 from tests.support.databases import DatabaseFactory
+from tests.support.gateway import Gateway, User
 from tests.webhooks.conftest import (
     FIRST_RETRY,
     create_webhook,
@@ -80,3 +83,61 @@ def test_a_private_address_is_refused_at_connect_time_without_the_setting(
     assert (logged["status"], logged["attempts"], logged["last_error"]) == ("pending", 1, "forbidden_address")
     assert logged["response_status"] is None
     assert receiver.of(path) == []
+
+
+def test_the_purge_keeps_what_is_pending_recent_or_of_a_total_window(
+    hooks_gateway: Gateway, admin: User, receiver: WebhookReceiver
+) -> None:
+    hook = create_webhook(hooks_gateway.url, admin, receiver, ["audit.event"])
+    old = datetime.now(UTC) - timedelta(days=45)
+    ids = {name: uuid.uuid4() for name in ("old_done", "old_pending", "recent_done")}
+    subject = uuid.uuid4().hex
+
+    async def seed_then_purge() -> tuple[set[uuid.UUID], set[datetime]]:
+        from sqlalchemy import insert, select
+
+        from switchboard.limits.rules import EPOCH
+        from switchboard.webhooks.models import DeliveryRow, EventMarkRow
+
+        rows = [
+            (ids["old_done"], "delivered", old),
+            (ids["old_pending"], "pending", old),
+            (ids["recent_done"], "failed", datetime.now(UTC)),
+        ]
+        async with hooks_gateway.app.state.sessionmaker() as session, session.begin():
+            for row_id, status, at in rows:
+                await session.execute(
+                    insert(DeliveryRow).values(
+                        id=row_id,
+                        webhook_id=uuid.UUID(hook["id"]),
+                        event_type="audit.event",
+                        body="{}",
+                        status=status,
+                        attempts=1,
+                        next_attempt_at=at + timedelta(days=400) if status == "pending" else None,
+                        created_at=at,
+                    )
+                )
+            for window in (EPOCH, old, datetime.now(UTC)):
+                await session.execute(
+                    insert(EventMarkRow).values(
+                        event_type="limit.refused",
+                        subject=subject,
+                        window_start=window,
+                        threshold=0,
+                        created_at=old,
+                    )
+                )
+        await hooks_gateway.app.state.webhook_dispatcher.purge()
+        async with hooks_gateway.app.state.sessionmaker() as session:
+            kept = set(await session.scalars(select(DeliveryRow.id).where(DeliveryRow.id.in_(ids.values()))))
+            windows = set(
+                await session.scalars(
+                    select(EventMarkRow.window_start).where(EventMarkRow.subject == subject)
+                )
+            )
+        return kept, windows
+
+    kept, windows = hooks_gateway.server.call_soon(seed_then_purge())
+    assert kept == {ids["old_pending"], ids["recent_done"]}
+    assert len(windows) == 2 and old not in windows

@@ -10,18 +10,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchboard.auth.principal import Principal
 from switchboard.errors import Forbidden, NotFound
+from switchboard.limits.access import require_writer
 from switchboard.metering.service import owned_economy_ids, role_in
 from switchboard.webhooks.models import WebhookRow
 
 OWNER = "owner"
-
-
-def require_writer(principal: Principal) -> None:
-    """Changing webhooks is management: never a Viewer, and a delegation token needs scope `manage`."""
-    if principal.is_viewer:
-        raise Forbidden("Viewer role is read-only")
-    if not principal.delegation_allows("manage"):
-        raise Forbidden("delegation scope 'manage' required")
+# Changing webhooks is management, as changing limits is: never a Viewer; delegation scope `manage`.
+__all__ = ["check_create", "managed", "reach_of", "require_writer"]
 
 
 async def check_create(session: AsyncSession, principal: Principal, economy_id: uuid.UUID | None) -> None:

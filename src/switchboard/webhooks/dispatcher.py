@@ -17,14 +17,15 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 import anyio
-from sqlalchemy import Table, func, select, update
+from sqlalchemy import Table, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from switchboard.kit.clock import utcnow
 from switchboard.kit.crypto import CryptoError, Keyring
+from switchboard.limits.rules import EPOCH
 from switchboard.webhooks import thresholds
 from switchboard.webhooks.hub import SEEN_KEPT, Pending, WebhookHub
-from switchboard.webhooks.models import DeliveryRow, WebhookRow
+from switchboard.webhooks.models import DeliveryRow, EventMarkRow, WebhookRow
 from switchboard.webhooks.outbox import PENDING, enqueue, first_time, message_id
 from switchboard.webhooks.secrets import open_secret
 from switchboard.webhooks.sender import Attempt, Sender
@@ -33,10 +34,15 @@ log = logging.getLogger("switchboard.webhooks")
 
 _DELIVERIES = cast(Table, DeliveryRow.__table__)
 _WEBHOOKS = cast(Table, WebhookRow.__table__)
+_MARKS = cast(Table, EventMarkRow.__table__)
 POLL_SECONDS = 1.0  # how soon another replica's event (or a retry come due) is sent, at most
 LEASE = timedelta(seconds=60)  # an attempt takes at most 10 s; a claim older than this is a dead one's
 BATCH = 16
 RETRY_FOR = timedelta(hours=24)
+# The delivery log keeps finished deliveries this long; a mark outlives the longest window (a month).
+KEEP_LOG = timedelta(days=30)
+KEEP_MARKS = timedelta(days=40)
+PURGE_SECONDS = 3600.0
 MAX_DELAY_SECONDS = 3600.0
 DELIVERED, FAILED = "delivered", "failed"
 
@@ -67,6 +73,7 @@ class Dispatcher:
         self._outage = outage
         self._poll = min(POLL_SECONDS, max(first_retry, 0.05))
         self._reloaded = 0.0
+        self._purged = -PURGE_SECONDS  # at the first tick
         # Thresholds this process has seen marked: the next settlement does not try them again.
         self._marked: set[tuple[str, datetime, int]] = set()
         self._lock = asyncio.Lock()
@@ -108,6 +115,24 @@ class Dispatcher:
         if self._hub.endpoints:
             while await self._deliver_due():
                 pass
+        if loop.time() - self._purged >= PURGE_SECONDS:
+            self._purged = loop.time()
+            await self.purge()
+
+    async def purge(self) -> None:
+        """Finished deliveries past KEEP_LOG, marks of windows long over; hourly on every replica
+        (deleting what another deleted already is nothing)."""
+        now = utcnow()
+        async with self._engine.begin() as conn:
+            await conn.execute(
+                delete(_DELIVERIES).where(
+                    _DELIVERIES.c.status != PENDING, _DELIVERIES.c.created_at < now - KEEP_LOG
+                )
+            )
+            # A `total` limit's marks (window EPOCH) are kept: its window never ends.
+            await conn.execute(
+                delete(_MARKS).where(_MARKS.c.window_start > EPOCH, _MARKS.c.window_start < now - KEEP_MARKS)
+            )
 
     async def reload(self) -> None:
         """The subscribed event types, read afresh (a handful of rows)."""
