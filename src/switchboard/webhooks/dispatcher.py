@@ -20,6 +20,7 @@ import anyio
 from sqlalchemy import Table, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from switchboard.db.outage import is_connection_error
 from switchboard.kit.clock import utcnow
 from switchboard.kit.crypto import CryptoError, Keyring
 from switchboard.limits.rules import EPOCH
@@ -88,7 +89,10 @@ class Dispatcher:
                 continue
             try:
                 await self.tick()
-            except Exception:
+            except Exception as error:
+                if is_connection_error(error) and self._outage is not None and self._outage.enabled:
+                    self._outage.note_failure(error)  # said once, by the outage; no traceback a second
+                    continue
                 log.warning("webhook dispatch failed; retrying", exc_info=True)
 
     async def tick(self) -> None:
