@@ -28,6 +28,8 @@ SECRET_FIELD_ALLOWED = {
     ("post", "/auth/api-key/generate", "api_key"),
     # SPEC §7: credentials show only the last four characters of their secret.
     ("*", "*", "secret_hint"),
+    # SPEC §22: a webhook's signing secret is shown once, in the answer that creates it.
+    ("post", "/webhooks", "secret"),
 }
 
 

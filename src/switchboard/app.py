@@ -45,6 +45,7 @@ DOMAINS = (
     "groups",
     "agents",
     "llm",
+    "webhooks",  # after llm: a refusal's event reads the pipeline's limits
     "discovery",
     "console",  # GET /console: static pages, no lifecycle, nothing on the /v1 path
 )
@@ -56,6 +57,7 @@ OPENAPI_TAGS = [
     {"name": "Economies & Usage", "description": "Economies, usage records and billing reads."},
     {"name": "Limits", "description": "Spend and rate limits: on economies, users, rooms, agents, API keys."},
     {"name": "Agents", "description": "Agent registry and discovery."},
+    {"name": "Webhooks", "description": "Signed event deliveries: budgets, refusals, rejected keys, audit."},
     {"name": "Auth", "description": "Embedded authentication: API keys, refresh, delegation, login."},
     {"name": "MCP", "description": "OAuth discovery documents and the /mcp challenge."},
     {"name": "Health", "description": "Version, liveness and readiness."},

@@ -81,6 +81,8 @@ class Settings:
     # replica's are recovered (an `abandoned` record, the key and the reservation freed) once it ends.
     lease_seconds: float = 30.0
     usage_queue_size: int = 10_000
+    # A failed webhook delivery is tried again after this many seconds, then doubling (SPEC §22: ≤ 30).
+    webhook_first_retry_seconds: float = 10.0
     # Raw usage records older than this many days are deleted (hourly rollups kept); None keeps all.
     usage_retention_days: int | None = None
     migrate_on_start: bool = True
@@ -197,6 +199,12 @@ def parse_cors_origins(spec: str) -> tuple[str, ...]:
                 f"SWITCHBOARD_CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port]) or *"
             )
     return origins
+
+
+def _first_retry(seconds: float) -> float:
+    if not 0 < seconds <= 30:
+        raise SettingsError("SWITCHBOARD_WEBHOOK_FIRST_RETRY_SECONDS must be over 0 and at most 30")
+    return seconds
 
 
 def _retention_days(raw: str | None) -> int | None:
@@ -329,6 +337,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         lease_seconds=number("LEASE_SECONDS", 30.0),
         database_pool_size=_pool_size(number("DATABASE_POOL_SIZE", 10)),
         usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
+        webhook_first_retry_seconds=_first_retry(number("WEBHOOK_FIRST_RETRY_SECONDS", 10.0)),
         usage_retention_days=_retention_days(get("USAGE_RETENTION_DAYS")),
         migrate_on_start=_bool(get("MIGRATE_ON_START"), default=True),
         debug=_bool(get("DEBUG")),

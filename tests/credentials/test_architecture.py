@@ -31,8 +31,12 @@ def _calls_on_keyring(method: str) -> list[str]:
 
 
 def test_only_reveal_decrypts_and_only_rotation_reseals() -> None:
-    assert _calls_on_keyring("open") == ["credentials/store.py:reveal"]
-    assert _calls_on_keyring("reseal") == ["credentials/rotation.py:_rotate_batch"]
+    # A webhook's signing secret (SPEC §22) has its own single path, to sign a delivery.
+    assert _calls_on_keyring("open") == ["credentials/store.py:reveal", "webhooks/secrets.py:open_secret"]
+    assert _calls_on_keyring("reseal") == [
+        "credentials/rotation.py:_rotate_batch",
+        "webhooks/secrets.py:reseal",
+    ]
 
 
 def test_no_response_schema_has_a_field_that_could_hold_a_secret() -> None:

@@ -23,37 +23,37 @@ RESOLVE_TIMEOUT_SECONDS = 3.0
 PRIVATE_HINT = "; for a self-hosted server start the gateway with SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS=true"
 
 
-def _refuse(reason: str) -> Unprocessable:
+def _refuse(reason: str, field: str = "base_url") -> Unprocessable:
     # The URL itself is not echoed: users paste keys into strange places.
-    return Unprocessable(f"base_url is refused: {reason}", param="base_url")
+    return Unprocessable(f"{field} is refused: {reason}", param=field)
 
 
 # A space or control character in a URL is never a provider's: CR/LF would split the request head.
 _UNSAFE_URL_CHAR = re.compile(r"[\x00-\x20\x7f-\x9f]")
 
 
-def _parse(url: str, allow_private: bool) -> tuple[str, int]:
+def _parse(url: str, allow_private: bool, field: str) -> tuple[str, int]:
     if _UNSAFE_URL_CHAR.search(url):
-        raise _refuse("it must not contain spaces or control characters")
+        raise _refuse("it must not contain spaces or control characters", field)
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        raise _refuse("not a valid URL") from None
+        raise _refuse("not a valid URL", field) from None
     schemes = ("https", "http") if allow_private else ("https",)
     if parts.scheme.lower() not in schemes:
-        raise _refuse("it must use https" + ("" if allow_private else PRIVATE_HINT))
+        raise _refuse("it must use https" + ("" if allow_private else PRIVATE_HINT), field)
     if parts.username is not None or parts.password is not None:
-        raise _refuse("it must not carry a user name or password; store the key as the secret")
+        raise _refuse("it must not carry a user name or password; store the key as the secret", field)
     if parts.query or parts.fragment:
-        raise _refuse("it must not have a query or fragment")
+        raise _refuse("it must not have a query or fragment", field)
     # `/../` would be resolved by the HTTP client or a proxy on the way: the URL stored would not
     # be the URL called. Refused (not normalised), so that what is stored is what the caller wrote.
     if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
-        raise _refuse("its path must not have `.` or `..` segments")
+        raise _refuse("its path must not have `.` or `..` segments", field)
     host = parts.hostname
     if not host:
-        raise _refuse("it has no host")
+        raise _refuse("it has no host", field)
     default_port = 443 if parts.scheme.lower() == "https" else 80
     return host, port or default_port
 
@@ -102,18 +102,19 @@ async def host_refusal(host: str, port: int) -> str | None:
     return None
 
 
-async def check_egress(url: str, allow_private: bool) -> None:
-    """Raise Unprocessable (422) unless `url` may be a provider base URL.
+async def check_egress(url: str, allow_private: bool, field: str = "base_url") -> None:
+    """Raise Unprocessable (422) unless `url` may be a provider base URL (or, `field` "url", a
+    webhook's: the same rules, SPEC §21).
 
     `allow_private` (SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS) lifts both the https rule and the address
     rule, for self-hosted models and tests; the URL must still be a plain http(s) URL.
     """
-    host, port = _parse(url, allow_private)
+    host, port = _parse(url, allow_private, field)
     if allow_private:
         return
     reason = await host_refusal(host, port)
     if reason is not None:
-        raise _refuse(reason + PRIVATE_HINT)
+        raise _refuse(reason + PRIVATE_HINT, field)
 
 
 def check_endpoint_known(provider: str, base_url: str | None, allow_private: bool) -> None:

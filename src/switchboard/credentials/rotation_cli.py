@@ -1,4 +1,5 @@
-"""`switchboard keys rotate`: re-encrypt every credential under the first configured key, and say so."""
+"""`switchboard keys rotate`: re-encrypt every credential (and webhook signing secret) under the first
+configured key, and say so."""
 
 from __future__ import annotations
 
@@ -11,14 +12,17 @@ from switchboard.credentials.rotation import RotationReport, rotate
 from switchboard.db.engine import make_engine, make_sessionmaker
 from switchboard.db.migrate import upgrade
 from switchboard.settings import load_settings
+from switchboard.webhooks.rotation import SecretsRotated, rotate_webhook_secrets
 
 
-async def _run(batch_size: int) -> RotationReport:
+async def _run(batch_size: int) -> tuple[RotationReport, SecretsRotated]:
     settings = load_settings()
     engine = make_engine(settings.database_url)
     try:
         await upgrade(engine)
-        return await rotate(make_sessionmaker(engine), keyring_from(settings), batch_size=batch_size)
+        keyring = keyring_from(settings)
+        report = await rotate(make_sessionmaker(engine), keyring, batch_size=batch_size)
+        return report, await rotate_webhook_secrets(make_sessionmaker(engine), keyring)
     finally:
         await engine.dispose()
 
@@ -28,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if batch_size < 1:
         print("switchboard keys rotate: --batch-size must be at least 1", file=sys.stderr)
         return 2
-    report = asyncio.run(_run(batch_size))
-    for line in report.lines():
+    report, webhooks = asyncio.run(_run(batch_size))
+    for line in [*report.lines(), *webhooks.lines()]:
         print(line)
-    return 1 if report.failed else 0
+    return 1 if report.failed or webhooks.failed else 0

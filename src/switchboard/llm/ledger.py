@@ -105,8 +105,8 @@ async def begin(state: Any, call: PreparedCall) -> None:
                 call=record,
                 lease_seconds=state.settings.lease_seconds,
             )
-        except LimitRefused:
-            events.limit_refused(state)
+        except LimitRefused as refused:
+            events.limit_refused(state, call, refused)
             raise
         if plan.cap is not None:
             call.gateway_cap = plan.cap

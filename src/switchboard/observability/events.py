@@ -4,7 +4,8 @@ attempt started / attempt failed (llm/attempts.py), answer read (upstream/client
 finish reasons, for tracing only), attempt moved on from (ledger.record_attempt),
 limit refused (ledger.begin), stream opened / closed (llm/relay.py), call settled (ledger.settle,
 every ending of every surface), usage batch written (metering/writer.py). Each does the least it
-can: the metrics' children are resolved once per label set, tracing is one flag when it is off.
+can: the metrics' children are resolved once per label set, tracing is one flag when it is off,
+webhooks (webhooks/hub.py) a set lookup when no webhook wants the event.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from switchboard.errors import error_code_of
+from switchboard.errors import LimitRefused, UpstreamCredentialRejected, error_code_of
 from switchboard.observability import finish, tracing
 from switchboard.observability.metrics import Metrics
 from switchboard.observability.request import CURRENT
@@ -52,6 +53,11 @@ def attempt_failed(state: Any, call: PreparedCall, error: BaseException) -> None
     """A provider attempt ended in `error` (before or after its first byte); not the client leaving."""
     if isinstance(error, asyncio.CancelledError):
         return
+    if (
+        isinstance(error, UpstreamCredentialRejected)
+        and (hub := getattr(state, "webhooks", None)) is not None
+    ):
+        hub.credential_rejected(call)
     kind = error_code_of(error)
     metrics = _metrics(state)
     if metrics is not None:
@@ -102,10 +108,13 @@ def attempt_moved_on(state: Any) -> None:
         metrics.fallbacks.inc()
 
 
-def limit_refused(state: Any) -> None:
+def limit_refused(state: Any, call: PreparedCall, error: LimitRefused) -> None:
     metrics = _metrics(state)
     if metrics is not None:
         metrics.limit_rejections.inc()
+    hub = getattr(state, "webhooks", None)
+    if hub is not None:
+        hub.limit_refused(call, error)
 
 
 def stream_opened(state: Any) -> None:
@@ -134,6 +143,8 @@ def _count_classes(metrics: Metrics, outcome: CallOutcome) -> None:
 def call_settled(state: Any, call: PreparedCall, outcome: CallOutcome, cost: int | None) -> None:
     """Every call's one ending: its duration, tokens and cost; its figures for the access record."""
     error_type = error_type_of(outcome)
+    if call.hold is not None and cost and (hub := getattr(state, "webhooks", None)) is not None:
+        hub.cost_settled(call.hold.limits)
     metrics = _metrics(state)
     if metrics is not None:
         series = metrics.series(

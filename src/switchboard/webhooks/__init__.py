@@ -1,0 +1,1 @@
+"""Webhooks (SPEC §22): signed event deliveries from a database outbox."""
