@@ -235,6 +235,10 @@ def _preflight(args: argparse.Namespace) -> None:
     settings = load_settings(generate_secrets=False)
     if args.command not in WITHOUT_DATABASE:
         asyncio.run(check_database(settings.database_url))
+        from switchboard.audit.capture import install
+        from switchboard.audit.events import CLI, Origin
+
+        install(default=Origin(actor=CLI))  # what a command changes is audited as the CLI's doing
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -83,6 +83,8 @@ class Settings:
     usage_queue_size: int = 10_000
     # Raw usage records older than this many days are deleted (hourly rollups kept); None keeps all.
     usage_retention_days: int | None = None
+    # Audit events older than this many whole days are purged (a purge event stays); None keeps all.
+    audit_retention_days: int | None = None
     migrate_on_start: bool = True
     debug: bool = False
     # Set by `switchboard serve` for its workers, so that their ready line says where they listen.
@@ -199,7 +201,7 @@ def parse_cors_origins(spec: str) -> tuple[str, ...]:
     return origins
 
 
-def _retention_days(raw: str | None) -> int | None:
+def _retention_days(raw: str | None, name: str = "USAGE_RETENTION_DAYS") -> int | None:
     if raw is None or raw.strip() in ("", "0"):
         return None
     try:
@@ -207,7 +209,7 @@ def _retention_days(raw: str | None) -> int | None:
     except ValueError:
         days = 0
     if days < 1:
-        raise SettingsError(f"{PREFIX}USAGE_RETENTION_DAYS is a whole number of days (0 or unset: keep all)")
+        raise SettingsError(f"{PREFIX}{name} is a whole number of days (0 or unset: keep all)")
     return days
 
 
@@ -330,6 +332,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         database_pool_size=_pool_size(number("DATABASE_POOL_SIZE", 10)),
         usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
         usage_retention_days=_retention_days(get("USAGE_RETENTION_DAYS")),
+        audit_retention_days=_retention_days(get("AUDIT_RETENTION_DAYS"), "AUDIT_RETENTION_DAYS"),
         migrate_on_start=_bool(get("MIGRATE_ON_START"), default=True),
         debug=_bool(get("DEBUG")),
         listen_url=get("LISTEN_URL", "") or "",
