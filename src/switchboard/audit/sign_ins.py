@@ -1,9 +1,10 @@
 """Sign-ins in the audit trail: a success in the sign-in's transaction, a failure in one of its own.
 
 A failed sign-in rolls its request's transaction back (the 401 is an exception), so its event is
-committed apart, with the same request id and address. Per-call API-key authentication is not a
-sign-in (it would put an audit append on every /v1 call); `POST /auth/login` and the key-for-token
-exchange `POST /auth/api-key` are.
+committed apart, with the same request id and address (a refresh commits its own transaction).
+Per-call API-key authentication is not a sign-in (it would put an audit append on every /v1
+call); `POST /auth/login`, the key-for-token exchange `POST /auth/api-key` and the token grant
+`POST /auth/refresh` are.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ async def succeeded(
 
 async def failed(
     session: AsyncSession,
-    sessionmaker: async_sessionmaker[AsyncSession],
+    sessionmaker: async_sessionmaker[AsyncSession] | None,
     *,
     method: str,
     email: str | None = None,
@@ -50,6 +51,9 @@ async def failed(
     found = origin_of(session.info)
     origin = Origin(Actor(auth_method="anonymous"), found.request_id, found.ip)
     change = Change(FAILED, "user", None, {"method": [None, method], "email": [None, email]})
+    if sessionmaker is None:  # the session commits although the answer is a 401
+        await record(session, change, origin)
+        return
     async with sessionmaker() as apart, apart.begin():
         apart.info[ORIGIN_KEY] = origin
         await record(apart, change)
