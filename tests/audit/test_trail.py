@@ -1,4 +1,4 @@
-"""The audit trail over HTTP: every change leaves one event, secrets show only "rotated", filters and visibility."""
+"""The audit trail over HTTP: what an event says, secrets shown only as "rotated", filters, visibility."""
 
 from __future__ import annotations
 
