@@ -34,6 +34,7 @@ log = logging.getLogger("switchboard.app")
 
 # Domains in start-up order; each may have a `lifecycle` module with startup/shutdown.
 DOMAINS = (
+    "audit",  # first: its flush hook must see the changes every later start-up makes
     "idempotency",
     "credentials",
     "upstream",
@@ -61,6 +62,7 @@ OPENAPI_TAGS = [
     {"name": "Auth", "description": "Embedded authentication: API keys, refresh, delegation, login."},
     {"name": "MCP", "description": "OAuth discovery documents and the /mcp challenge."},
     {"name": "Health", "description": "Version, liveness and readiness."},
+    {"name": "Audit", "description": "The append-only, hash-chained audit trail of every change."},
 ]
 
 

@@ -1,4 +1,4 @@
-"""The `switchboard` command: serve, token, db, keys, usage, limits, user, key."""
+"""The `switchboard` command: serve, token, db, keys, usage, limits, audit, user, key."""
 
 from __future__ import annotations
 
@@ -106,6 +106,12 @@ def _delegate(module: str, function: str) -> object:
     return run
 
 
+def _audit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from switchboard.audit.audit_cli import add_parser
+
+    add_parser(sub)
+
+
 def _limits_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from switchboard.limits.rules import METRICS, SUBJECT_TYPES, WINDOWS
 
@@ -210,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     purge.set_defaults(handler=_delegate("switchboard.metering.retention_cli", "run"))
 
     _limits_parser(sub)
+    _audit_parser(sub)
 
     user = sub.add_parser("user", help="users of the embedded auth")
     user_sub = user.add_subparsers(dest="user_command", required=True)
@@ -235,6 +242,10 @@ def _preflight(args: argparse.Namespace) -> None:
     settings = load_settings(generate_secrets=False)
     if args.command not in WITHOUT_DATABASE:
         asyncio.run(check_database(settings.database_url))
+        from switchboard.audit.capture import install
+        from switchboard.audit.events import CLI, Origin
+
+        install(default=Origin(actor=CLI))  # what a command changes is audited as the CLI's doing
 
 
 def main(argv: Sequence[str] | None = None) -> int:

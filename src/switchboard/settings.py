@@ -85,6 +85,8 @@ class Settings:
     webhook_first_retry_seconds: float = 10.0
     # Raw usage records older than this many days are deleted (hourly rollups kept); None keeps all.
     usage_retention_days: int | None = None
+    # Audit events older than this many whole days are purged (a purge event stays); None keeps all.
+    audit_retention_days: int | None = None
     migrate_on_start: bool = True
     debug: bool = False
     # Set by `switchboard serve` for its workers, so that their ready line says where they listen.
@@ -207,7 +209,7 @@ def _first_retry(seconds: float) -> float:
     return seconds
 
 
-def _retention_days(raw: str | None) -> int | None:
+def _retention_days(raw: str | None, name: str = "USAGE_RETENTION_DAYS") -> int | None:
     if raw is None or raw.strip() in ("", "0"):
         return None
     try:
@@ -215,7 +217,7 @@ def _retention_days(raw: str | None) -> int | None:
     except ValueError:
         days = 0
     if days < 1:
-        raise SettingsError(f"{PREFIX}USAGE_RETENTION_DAYS is a whole number of days (0 or unset: keep all)")
+        raise SettingsError(f"{PREFIX}{name} is a whole number of days (0 or unset: keep all)")
     return days
 
 
@@ -339,6 +341,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
         webhook_first_retry_seconds=_first_retry(number("WEBHOOK_FIRST_RETRY_SECONDS", 10.0)),
         usage_retention_days=_retention_days(get("USAGE_RETENTION_DAYS")),
+        audit_retention_days=_retention_days(get("AUDIT_RETENTION_DAYS"), "AUDIT_RETENTION_DAYS"),
         migrate_on_start=_bool(get("MIGRATE_ON_START"), default=True),
         debug=_bool(get("DEBUG")),
         listen_url=get("LISTEN_URL", "") or "",

@@ -7,6 +7,7 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from switchboard.audit import sign_ins
 from switchboard.auth import token_format
 from switchboard.auth.context import AuthContext
 from switchboard.auth.models import ApiKey
@@ -119,8 +120,15 @@ async def principal_for(context: AuthContext, presented: str) -> Principal:
 
 async def exchange(context: AuthContext, session: AsyncSession, presented: str) -> LoginResult:
     """`POST /auth/api-key`: a JWT sign-in whose tokens stop when the key is revoked."""
-    key = await _active(context, session, presented)
+    try:
+        key = await _active(context, session, presented)
+    except Unauthorized:
+        await sign_ins.failed(session, context.sessionmaker, method="api_key")
+        raise
     identity = Identity(key.user_id, key.email, key.role, tuple(key.permissions), key.id)
+    await sign_ins.succeeded(
+        session, method="api_key", user_id=key.user_id, role=key.role, email=key.email, api_key_id=key.id
+    )
     return await open_family(context, session, identity)
 
 

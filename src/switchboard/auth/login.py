@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from switchboard.audit import sign_ins
 from switchboard.auth.context import AuthContext
 from switchboard.auth.models import User
 from switchboard.auth.refresh import open_family
@@ -23,9 +24,11 @@ async def login(context: AuthContext, session: AsyncSession, email: str, passwor
         user = await session.scalar(select(User).where(User.email == address))
         # An unknown email still pays for one hash, so timing does not tell accounts apart.
         if not await context.passwords.verify(user.password_hash if user else None, password):
+            await sign_ins.failed(session, context.sessionmaker, method="password", email=address)
             raise Unauthorized(INVALID)
         assert user is not None
         attempt.succeeded = True
     if context.passwords.needs_rehash(user.password_hash):
         user.password_hash = await context.passwords.hash(password)
+    await sign_ins.succeeded(session, method="password", user_id=user.id, role=user.role, email=user.email)
     return await open_family(context, session, Identity.of_user(user.id, user.email, user.role))

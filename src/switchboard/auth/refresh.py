@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, cast
 
@@ -10,6 +11,7 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from switchboard.audit import sign_ins
 from switchboard.auth import token_format
 from switchboard.auth.context import AuthContext
 from switchboard.auth.models import ApiKey, RefreshFamily, RefreshToken, User
@@ -49,15 +51,20 @@ async def _issue(context: AuthContext, session: AsyncSession, family_id: uuid.UU
     return token
 
 
-async def rotate(context: AuthContext, presented: str) -> LoginResult:
+async def rotate(context: AuthContext, presented: str, scope: Mapping[str, Any] | None = None) -> LoginResult:
     """Trade a refresh token for a new pair; any second use of a token revokes its whole family.
 
     Runs in its own transaction so that a revocation is committed although the answer is a 401.
     """
-    if not token_format.well_formed(presented, token_format.REFRESH_PREFIX):
-        raise Unauthorized(INVALID)
     async with context.sessionmaker() as session, session.begin():
-        result = await _rotate(context, session, context.refresh_hash(presented))
+        # Who asked, for the audit trail (audit/origin.py), as a request's own session carries it.
+        session.info["request_scope"] = scope or {}
+        if not token_format.well_formed(presented, token_format.REFRESH_PREFIX):
+            result = None
+        else:
+            result = await _rotate(context, session, context.refresh_hash(presented))
+        if result is None:
+            await sign_ins.failed(session, None, method="refresh")  # commits with a family's revocation
     if result is None:
         raise Unauthorized(INVALID)
     return result
@@ -105,6 +112,14 @@ async def _rotate(context: AuthContext, session: AsyncSession, digest: str) -> L
     identity = await _identity(session, family)
     if identity is None:
         return None
+    await sign_ins.succeeded(
+        session,
+        method="refresh",
+        user_id=identity.user_id,
+        role=identity.role,
+        email=identity.email,
+        api_key_id=identity.api_key_id,
+    )
     return login_result(context.codec, identity, family.id, await _issue(context, session, family.id))
 
 

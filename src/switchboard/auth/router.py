@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Request, Response, status
 
 from switchboard.auth import api_keys, delegation, login, refresh
 from switchboard.auth.claims import caller_claims
@@ -31,8 +31,8 @@ async def post_login(body: LoginRequest, session: DbSession, auth: Auth) -> Logi
 
 
 @router.post("/auth/refresh", operation_id="refresh_Auth")
-async def post_refresh(body: RefreshRequest, auth: Auth) -> LoginResult:
-    return await refresh.rotate(auth, body.refresh_token.get_secret_value())
+async def post_refresh(body: RefreshRequest, auth: Auth, request: Request) -> LoginResult:
+    return await refresh.rotate(auth, body.refresh_token.get_secret_value(), request.scope)
 
 
 @router.post("/auth/api-key", operation_id="exchangeApiKey_Auth")

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from switchboard.audit.chain import record as audit_record
+from switchboard.audit.events import ROTATED, Change
 from switchboard.credentials.binding import associated_data
 from switchboard.credentials.models import LlmCredential
 from switchboard.kit.crypto import CryptoError, Keyring, key_id_of
@@ -64,6 +66,7 @@ async def _rotate_batch(
     if after is not None:
         query = query.where(LlmCredential.id > after)
     rows = (await session.execute(query)).all()
+    rewrapped_before = sum(report.rewrapped.values())
     for row in rows:
         try:
             kid = key_id_of(row.sealed_secret)
@@ -91,6 +94,15 @@ async def _rotate_batch(
             report.rewrapped[kid] += 1
         else:
             report.raced += 1
+    rewrapped = sum(report.rewrapped.values()) - rewrapped_before
+    if rewrapped:
+        change = Change(
+            "encryption_key.rotate",
+            "encryption_key",
+            keyring.active_kid,
+            {"credentials_rewrapped": [None, rewrapped], "sealed_secret": [ROTATED, ROTATED]},
+        )
+        await audit_record(session, change)
     if len(rows) < size:
         return None
     last: uuid.UUID = rows[-1].id

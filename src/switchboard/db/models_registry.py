@@ -13,6 +13,7 @@ DOMAIN_MODEL_MODULES = (
     "switchboard.agents.models",
     "switchboard.limits.models",
     "switchboard.webhooks.models",
+    "switchboard.audit.models",
 )
 
 

@@ -11,6 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 async def request_session(request: Request) -> AsyncIterator[AsyncSession]:
     async with request.app.state.sessionmaker() as session, session.begin():
+        # Who changes what in this transaction, for the audit trail (audit/origin.py reads it).
+        session.info["request_scope"] = request.scope
         yield session
 
 

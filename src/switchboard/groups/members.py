@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import and_, delete, func, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchboard.auth.principal import Principal
@@ -126,6 +126,5 @@ async def remove_member(
         _require_for_roles(access, member.role)
     if member.role == "owner":
         await _refuse_last_owner(session, room_id)
-    await session.execute(
-        delete(RoomMember).where(RoomMember.room_id == room_id, RoomMember.user_id == user_id)
-    )
+    await session.delete(member)  # through the ORM, so the audit trail records it
+    await session.flush()

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import Table, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from switchboard.audit.chain import record as audit_record
+from switchboard.audit.events import FROM_CONFIG, Change, diff
 from switchboard.auth.users import user_id_by_email
 from switchboard.config_file import ConfigError, GatewayConfig, LimitEntry
 from switchboard.db.upsert import insert_for
@@ -113,7 +116,7 @@ async def sync_config_limits(session: AsyncSession, config: GatewayConfig) -> in
             "time_window": key.window,
         }
         changing = {"amount": str(limit.amount), "allow_unpriced": limit.allow_unpriced}
-        await session.execute(
+        inserted = await session.execute(
             insert(_LIMITS)
             .values(
                 id=limit.id,
@@ -127,6 +130,17 @@ async def sync_config_limits(session: AsyncSession, config: GatewayConfig) -> in
             )
             .on_conflict_do_nothing()
         )
+        if inserted.rowcount:  # type: ignore[attr-defined]
+            await _audit(session, "limit.create", limit.id, key.economy_id, {}, {**values, **changing})
+            continue
+        before = (
+            await session.execute(
+                select(_LIMITS.c.amount, _LIMITS.c.allow_unpriced).where(_LIMITS.c.id == limit.id)
+            )
+        ).one()
+        if (before.amount, before.allow_unpriced) == (changing["amount"], changing["allow_unpriced"]):
+            continue
+        await _audit(session, "limit.update", limit.id, key.economy_id, before._asdict(), changing)
         await session.execute(
             update(_LIMITS)
             .where(
@@ -137,8 +151,31 @@ async def sync_config_limits(session: AsyncSession, config: GatewayConfig) -> in
         )
     kept = [limit.id for limit in limits]
     gone = select(_LIMITS.c.id).where(_LIMITS.c.managed_by == MANAGED_BY_CONFIG, _LIMITS.c.id.not_in(kept))
-    if await session.scalar(gone.limit(1)) is not None:
+    gone_ids = list(await session.scalars(gone))
+    for gone_id in gone_ids:
+        await _audit(
+            session, "limit.delete", gone_id, None, {"managed_by": MANAGED_BY_CONFIG}, {"managed_by": None}
+        )
+    if gone_ids:
         await session.execute(
             delete(_LIMITS).where(_LIMITS.c.managed_by == MANAGED_BY_CONFIG, _LIMITS.c.id.not_in(kept))
         )
     return len(limits)
+
+
+async def _audit(
+    session: AsyncSession,
+    action: str,
+    limit_id: uuid.UUID,
+    economy_id: uuid.UUID | None,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+) -> None:
+    change = Change(
+        action,
+        "limit",
+        str(limit_id),
+        diff(before, after),
+        economy_id=str(economy_id) if economy_id else None,
+    )
+    await audit_record(session, change, FROM_CONFIG)

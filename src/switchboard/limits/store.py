@@ -7,7 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, and_, delete, false, or_, select
+from sqlalchemy import ColumnElement, and_, false, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchboard.kit.clock import utcnow
@@ -132,7 +132,8 @@ async def change(
 async def remove(session: AsyncSession, row: LimitRow) -> None:
     # Its counters (limit_usage) stay: they belong to the ledger, and a limit with a stable id
     # (a budget, a config limit) that comes back in the same window finds what it had counted.
-    await session.execute(delete(LimitRow).where(LimitRow.id == row.id))
+    await session.delete(row)  # through the ORM, so the audit trail records it
+    await session.flush()
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, exists, or_, select, update
+from sqlalchemy import exists, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from switchboard.audit.chain import record as audit_record
+from switchboard.audit.events import FROM_CONFIG, Change, diff
 from switchboard.config_file import ConfigError, EconomyEntry, GatewayConfig, PriceOverride
 from switchboard.db.upsert import insert_for
 from switchboard.errors import Conflict, NotFound
@@ -143,7 +145,11 @@ async def sync_config_economies(session: AsyncSession, config: GatewayConfig) ->
             "created_at": now,
             "updated_at": now,
         }
-        await session.execute(insert(EconomyRow).values(**values).on_conflict_do_nothing())
+        inserted = await session.execute(insert(EconomyRow).values(**values).on_conflict_do_nothing())
+        if inserted.rowcount:  # type: ignore[attr-defined]
+            await audit_record(
+                session, _config_change("economy.create", values["id"], {}, values), FROM_CONFIG
+            )
     rows = {
         row.slug: row
         for row in (
@@ -159,14 +165,23 @@ async def sync_config_economies(session: AsyncSession, config: GatewayConfig) ->
             )
         wanted = _entry_values(entry)
         if any(getattr(row, name) != value for name, value in wanted.items()):
+            before = {name: getattr(row, name) for name in wanted}
             await session.execute(
                 update(EconomyRow).where(EconomyRow.id == row.id).values(**wanted, updated_at=now)
             )
+            await audit_record(session, _config_change("economy.update", row.id, before, wanted), FROM_CONFIG)
         await sync_budget(session, row.id, entry.budget)  # the budget is a limit (SPEC §13)
     default = await find_economy(session, config.default_economy)
     if default is None:
         raise EconomySetupError(f"default_economy names {config.default_economy!r}, which does not exist")
     return default
+
+
+def _config_change(
+    action: str, economy_id: uuid.UUID, before: Mapping[str, Any], after: Mapping[str, Any]
+) -> Change:
+    shown = {k: v for k, v in after.items() if k not in ("id", "created_at", "updated_at")}
+    return Change(action, "economy", str(economy_id), diff(before, shown), economy_id=str(economy_id))
 
 
 async def find_economy(session: AsyncSession, ref: str) -> Economy | None:
@@ -239,9 +254,13 @@ async def update_economy(session: AsyncSession, economy: Economy, changes: Mappi
         values["price_overrides"] = overrides_to_json(values["price_overrides"] or {})
     if not values:
         return economy
-    await session.execute(
-        update(EconomyRow).where(EconomyRow.id == economy.id).values(**values, updated_at=utcnow())
-    )
+    row = await session.get(EconomyRow, economy.id)
+    if row is None:
+        raise NotFound("economy not found")
+    for name, value in values.items():
+        setattr(row, name, value)  # through the ORM, so the audit trail sees each field's change
+    row.updated_at = utcnow()
+    await session.flush()
     if "budget" in values:
         await sync_budget(session, economy.id, values["budget"])  # the budget is a limit (SPEC §13)
     return await get_economy(session, str(economy.id))
@@ -285,5 +304,10 @@ async def delete_economy(session: AsyncSession, economy: Economy) -> None:
         if await session.scalar(select(clause)):
             raise Conflict(f"economy {economy.slug!r} cannot be deleted: {why}")
     await sync_budget(session, key, None)
-    await session.execute(delete(ParticipantRow).where(ParticipantRow.economy_id == key))
-    await session.execute(delete(EconomyRow).where(EconomyRow.id == key))
+    # Row by row through the ORM, so the audit trail records each participant and the economy going.
+    for participant in await session.scalars(select(ParticipantRow).where(ParticipantRow.economy_id == key)):
+        await session.delete(participant)
+    row = await session.get(EconomyRow, key)
+    if row is not None:
+        await session.delete(row)
+    await session.flush()

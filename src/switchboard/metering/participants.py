@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -66,10 +66,8 @@ async def put_participant(
 
 
 async def remove_participant(session: AsyncSession, economy_id: uuid.UUID, participant_id: uuid.UUID) -> None:
-    result = await session.execute(
-        delete(ParticipantRow).where(
-            ParticipantRow.economy_id == economy_id, ParticipantRow.participant_id == participant_id
-        )
-    )
-    if getattr(result, "rowcount", 0) == 0:
+    row = await session.get(ParticipantRow, (economy_id, participant_id))
+    if row is None:
         raise NotFound("no such participant")
+    await session.delete(row)  # through the ORM, so the audit trail records it
+    await session.flush()

@@ -1,8 +1,8 @@
 """Webhooks (SPEC §22): endpoints with their sealed signing secrets, the delivery outbox and log, and
 the marks that make a limit's event fire once per window.
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0017
+Revises: 0016
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0016"
-down_revision = "0015"
+revision = "0017"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
