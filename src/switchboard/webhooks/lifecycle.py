@@ -36,7 +36,7 @@ async def startup(app: FastAPI) -> None:
         Egress(proxy=settings.egress_proxy, ca_bundle=settings.ca_bundle),
         _LIMITS,
     )
-    sender = Sender(pool.client(settings.allow_private_upstreams), settings.allow_private_upstreams)
+    sender = Sender(pool, settings.allow_private_upstreams)
     dispatcher = Dispatcher(
         hub,
         app.state.sessionmaker,

@@ -20,6 +20,7 @@ from switchboard import API_VERSION
 from switchboard.kit.clock import utcnow
 from switchboard.kit.secret import Secret
 from switchboard.upstream.guard import forbidden_cause
+from switchboard.upstream.pool import ClientPool
 
 ATTEMPT_SECONDS = 10.0  # SPEC §22: a 2xx within 10 s is success
 
@@ -31,10 +32,9 @@ class Attempt(NamedTuple):
 
 
 class Sender:
-    def __init__(
-        self, client: httpx.AsyncClient, allow_private: bool, timeout: float = ATTEMPT_SECONDS
-    ) -> None:
-        self._client = client
+    def __init__(self, pool: ClientPool, allow_private: bool, timeout: float = ATTEMPT_SECONDS) -> None:
+        # The client (and its TLS context, ~20 ms to load) is built at the first delivery, not at start.
+        self._pool = pool
         self._allow_private = allow_private
         self._timeout = timeout
 
@@ -50,10 +50,11 @@ class Sender:
             "webhook-timestamp": str(int(now.timestamp())),
             "webhook-signature": Webhook(secret.reveal()).sign(message_id, now, body),
         }
-        request = self._client.build_request("POST", url, content=body.encode(), headers=headers)
+        client = self._pool.client(self._allow_private)
+        request = client.build_request("POST", url, content=body.encode(), headers=headers)
         try:
             async with asyncio.timeout(self._timeout):
-                response = await self._client.send(request, stream=True)
+                response = await client.send(request, stream=True)
                 await response.aclose()  # the receiver's body is not read: it could be endless
         except TimeoutError:
             return Attempt(False, None, "timeout")
