@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from switchboard.settings import Settings
 from switchboard.upstream import lifecycle
 from switchboard.upstream.client import UpstreamClient
-from switchboard.upstream.prices import litellm_prices
+from switchboard.upstream.prices import litellm_price_table
 from tests.fakes.provider import FakeProvider
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ import switchboard.upstream.client, switchboard.upstream.lifecycle, switchboard.
 import switchboard.upstream.translated, switchboard.upstream.provider_errors
 from switchboard.kit.secret import Secret
 from switchboard.upstream.client import UpstreamClient
-from switchboard.upstream.prices import litellm_prices
+from switchboard.upstream.prices import litellm_price_table
 from switchboard.upstream.types import Timeouts, UpstreamTarget
 
 async def main():
@@ -35,7 +35,7 @@ async def main():
     assert (await client.chat(target, body)).usage.prompt_tokens == 11
     assert [e async for e in client.chat_stream(target, body)]
     await client.embeddings(target, {"input": "a"})
-    assert litellm_prices("openai", "gpt-4o-mini") is not None
+    assert litellm_price_table("openai", "gpt-4o-mini") is not None
     for kind in ("anthropic", "gemini"):  # the gateway's own adapters
         native = UpstreamTarget(kind, "m", Secret("k"), sys.argv[1], True)
         assert (await client.chat(native, {**body, "max_tokens": 5})).usage.prompt_tokens == 11
@@ -107,12 +107,19 @@ def test_litellm_is_imported_and_used_without_any_network_call_but_the_providers
     assert "OUTSIDE [] True" in run(OFFLINE, fake_provider)
 
 
+def _input_output(provider: str, model: str) -> tuple[Decimal, Decimal] | None:
+    table = litellm_price_table(provider, model)
+    if table is None:
+        return None
+    return table[0]["input_per_mtok"] or Decimal(0), table[0]["output_per_mtok"] or Decimal(0)
+
+
 def test_prices_come_from_litellm_cost_map_per_million_tokens() -> None:
-    assert litellm_prices("openai", "gpt-4o-mini") == (Decimal("0.15"), Decimal("0.6"))
-    assert litellm_prices("openai", "text-embedding-3-small") == (Decimal("0.02"), Decimal(0))
-    assert litellm_prices("gemini", "gemini-2.5-flash") is not None
-    assert litellm_prices("anthropic", "gpt-4o-mini") is None  # another provider's model
-    assert litellm_prices("openai", "no-such-model") is None
+    assert _input_output("openai", "gpt-4o-mini") == (Decimal("0.15"), Decimal("0.6"))
+    assert _input_output("openai", "text-embedding-3-small") == (Decimal("0.02"), Decimal(0))
+    assert _input_output("gemini", "gemini-2.5-flash") is not None
+    assert _input_output("anthropic", "gpt-4o-mini") is None  # another provider's model
+    assert _input_output("openai", "no-such-model") is None
 
 
 async def test_lifecycle_attaches_one_client_and_closes_it() -> None:
@@ -136,4 +143,4 @@ async def test_lifecycle_attaches_one_client_and_closes_it() -> None:
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 def test_prices_for_unknown_provider_models_are_none(provider: str) -> None:
-    assert litellm_prices(provider, "definitely-not-a-model") is None
+    assert _input_output(provider, "definitely-not-a-model") is None
