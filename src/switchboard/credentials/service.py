@@ -18,7 +18,7 @@ from switchboard.credentials.store import CredentialRef, CredentialStore
 from switchboard.errors import Forbidden, NotFound, ValidationFailed
 from switchboard.groups import service as groups
 from switchboard.kit.clock import utcnow
-from switchboard.kit.pagination import Page, check_limit, decode_cursor, encode_cursor
+from switchboard.kit.pagination import Page, check_limit, encode_cursor, time_id_cursor
 
 __all__ = [
     "CredentialRef",
@@ -152,9 +152,9 @@ async def list_credentials(
         .order_by(LlmCredential.created_at, LlmCredential.id)
         .limit(limit + 1)
     )
-    after = decode_cursor(cursor)
+    after = time_id_cursor(cursor)
     if after is not None:
-        created_at, last_id = groups.cursor_key(after)
+        created_at, last_id = after
         query = query.where(
             or_(
                 LlmCredential.created_at > created_at,

@@ -12,9 +12,9 @@ from switchboard.errors import Conflict, Forbidden, NotFound
 from switchboard.groups.access import MANAGE, OWN, RoomAccess, room_access
 from switchboard.groups.models import RoomMember
 from switchboard.groups.schemas import MemberAdd, MemberOut, MemberUpdate
-from switchboard.groups.service import cursor_key, lock_room
+from switchboard.groups.service import lock_room
 from switchboard.kit.clock import utcnow
-from switchboard.kit.pagination import Page, check_limit, decode_cursor, encode_cursor
+from switchboard.kit.pagination import Page, check_limit, encode_cursor, time_id_cursor
 
 
 def _member_not_found() -> NotFound:
@@ -57,9 +57,9 @@ async def list_members(
         .order_by(RoomMember.created_at, RoomMember.user_id)
         .limit(limit + 1)
     )
-    after = decode_cursor(cursor)
+    after = time_id_cursor(cursor)
     if after is not None:
-        created_at, user_id = cursor_key(after)
+        created_at, user_id = after
         query = query.where(
             or_(
                 RoomMember.created_at > created_at,

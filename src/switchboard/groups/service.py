@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 
 from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,7 +13,7 @@ from switchboard.groups.access import MANAGE, OWN, RoomAccess, room_access, room
 from switchboard.groups.models import Room, RoomMember
 from switchboard.groups.schemas import RoomCreate, RoomOut, RoomUpdate
 from switchboard.kit.clock import utcnow
-from switchboard.kit.pagination import Page, check_limit, decode_cursor, encode_cursor
+from switchboard.kit.pagination import Page, check_limit, encode_cursor, time_id_cursor
 
 # --- The contract other domains build on (docs/ARCHITECTURE.md, "groups") ---
 
@@ -131,9 +130,9 @@ async def list_rooms(
     )
     if principal.is_delegated:
         query = query.where(Room.id == principal.acting_as)
-    after = decode_cursor(cursor)
+    after = time_id_cursor(cursor)
     if after is not None:
-        created_at, room_id = cursor_key(after)
+        created_at, room_id = after
         query = query.where(
             or_(Room.created_at > created_at, and_(Room.created_at == created_at, Room.id > room_id))
         )
@@ -142,15 +141,6 @@ async def list_rooms(
     more = len(rows) > limit
     next_cursor = encode_cursor([items[-1].created_at.isoformat(), str(items[-1].id)]) if more else None
     return Page[RoomOut](data=items, next_cursor=next_cursor)
-
-
-def cursor_key(after: list[object]) -> tuple[datetime, uuid.UUID]:
-    """The (timestamp, id) pair a keyset cursor carries; 400 for anything else."""
-    try:
-        created_at, raw_id = after
-        return datetime.fromisoformat(str(created_at)), uuid.UUID(str(raw_id))
-    except ValueError:
-        raise ValidationFailed("cursor is not valid", param="cursor") from None
 
 
 async def update_room(
@@ -194,7 +184,6 @@ __all__ = [
     "OWN",
     "RoomAccess",
     "create_room",
-    "cursor_key",
     "delete_room",
     "get_room",
     "list_rooms",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Annotated, Any, Generic, TypeVar
 
 import orjson
@@ -38,6 +40,22 @@ def decode_cursor(cursor: str | None) -> list[Any] | None:
     if not isinstance(value, list):
         raise ValidationFailed("cursor is not valid", param="cursor")
     return value
+
+
+def time_id_cursor(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
+    """The (created_at, id) pair a keyset cursor carries, or None for the first page; 400 for
+    anything else (a timestamp without its zone included: it would compare wrongly)."""
+    raw = decode_cursor(cursor)
+    if raw is None:
+        return None
+    try:
+        created_at, row_id = raw
+        after = datetime.fromisoformat(str(created_at)), uuid.UUID(str(row_id))
+    except (TypeError, ValueError):
+        raise ValidationFailed("cursor is not valid", param="cursor") from None
+    if after[0].tzinfo is None:
+        raise ValidationFailed("cursor is not valid", param="cursor")
+    return after
 
 
 def check_limit(limit: int) -> int:

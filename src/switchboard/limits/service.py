@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -11,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from switchboard.auth.principal import Principal
 from switchboard.errors import Conflict, ValidationFailed
 from switchboard.groups.service import room_ids_of
-from switchboard.kit.pagination import Page, check_limit, decode_cursor, encode_cursor
+from switchboard.kit.pagination import Page, check_limit, encode_cursor, time_id_cursor
 from switchboard.limits import access, notify, store
 from switchboard.limits.authority import level_of, require_authority
 from switchboard.limits.ledger import status_of
@@ -99,20 +98,6 @@ async def create(session: AsyncSession, principal: Principal, body: LimitCreate,
     return limit_out(row)
 
 
-def _after(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
-    raw = decode_cursor(cursor)
-    if raw is None:
-        return None
-    try:
-        created_at, limit_id = raw
-        after = datetime.fromisoformat(str(created_at)), uuid.UUID(str(limit_id))
-    except (TypeError, ValueError):
-        raise ValidationFailed("cursor is not valid", param="cursor") from None
-    if after[0].tzinfo is None:
-        raise ValidationFailed("cursor is not valid", param="cursor")
-    return after
-
-
 def _next_cursor(rows: list[LimitRow], limit: int) -> str | None:
     if len(rows) <= limit or not rows:
         return None
@@ -131,7 +116,7 @@ async def list_limits(
 ) -> Page[LimitOut]:
     """The limits the caller may manage, narrowed by the filters given."""
     check_limit(limit)
-    after = _after(cursor)
+    after = time_id_cursor(cursor)
     if subject_type is not None and subject_type not in SUBJECT_TYPES:
         raise ValidationFailed(
             f"subject_type must be one of {', '.join(SUBJECT_TYPES)}", param="subject_type"
@@ -189,7 +174,7 @@ async def mine(
 ) -> Page[MyLimitOut]:
     """Limits on the caller and on every economy they take part in, each with its status."""
     check_limit(limit)
-    after = _after(cursor)
+    after = time_id_cursor(cursor)
     economies = await economy_ids_of(
         session, principal.user_id, await room_ids_of(session, principal.user_id)
     )

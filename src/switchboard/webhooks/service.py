@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy import and_, event, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -15,7 +14,7 @@ from switchboard.credentials.egress import check_egress
 from switchboard.errors import NotFound, ValidationFailed
 from switchboard.kit.clock import utcnow
 from switchboard.kit.crypto import Keyring
-from switchboard.kit.pagination import Page, check_limit, decode_cursor, encode_cursor
+from switchboard.kit.pagination import Page, check_limit, encode_cursor, time_id_cursor
 from switchboard.metering.service import find_economy
 from switchboard.webhooks import access
 from switchboard.webhooks.events import TEST
@@ -98,26 +97,12 @@ async def create(
     return WebhookCreated(**webhook_out(row).model_dump(), secret=secret)
 
 
-def _after(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
-    raw = decode_cursor(cursor)
-    if raw is None:
-        return None
-    try:
-        created_at, row_id = raw
-        after = datetime.fromisoformat(str(created_at)), uuid.UUID(str(row_id))
-    except (TypeError, ValueError):
-        raise ValidationFailed("cursor is not valid", param="cursor") from None
-    if after[0].tzinfo is None:
-        raise ValidationFailed("cursor is not valid", param="cursor")
-    return after
-
-
 async def list_webhooks(
     session: AsyncSession, principal: Principal, economy_ref: str | None, cursor: str | None, limit: int
 ) -> Page[WebhookOut]:
     """Oldest first."""
     check_limit(limit)
-    after = _after(cursor)
+    after = time_id_cursor(cursor)
     query = select(WebhookRow).order_by(WebhookRow.created_at, WebhookRow.id).limit(limit + 1)
     reach = await access.reach_of(session, principal)
     if reach is not None:
@@ -198,7 +183,7 @@ async def deliveries(
 ) -> Page[DeliveryOut]:
     """Newest first: the delivery log."""
     check_limit(limit)
-    after = _after(cursor)
+    after = time_id_cursor(cursor)
     if status is not None and status not in DELIVERY_STATUSES:
         raise ValidationFailed(f"status must be one of {', '.join(DELIVERY_STATUSES)}", param="status")
     await access.managed(session, principal, webhook_id)
