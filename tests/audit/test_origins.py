@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
 
 from switchboard.metering.economies import economy_id_for
-from tests.audit.conftest import audit_events, run_cli
+from tests.audit.conftest import audit_events, run_cli, sql
 from tests.auth.conftest import login, make_account
 from tests.conftest import GatewayFactory, default_test_config
+from tests.llm.conftest import credentialed_user
 from tests.support.gateway import Gateway
 
 
@@ -96,3 +98,16 @@ def test_the_export_cli_writes_every_event_oldest_first_as_ndjson_and_csv(
     assert narrowed.returncode == 0 and narrowed.stdout == ""
     bad = run_cli(gateway, tmp_path, "audit", "export", "--from", "soon")
     assert bad.returncode == 2 and "from" in bad.stderr
+
+
+def test_a_model_call_that_changes_nothing_writes_no_audit_event(
+    make_gateway: GatewayFactory, fake_provider: Any
+) -> None:
+    gateway = make_gateway()
+    user = credentialed_user(gateway, fake_provider, ("openai",))
+    before = sql(gateway, "SELECT seq, hash FROM audit_chain_head")
+    body = {"model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}
+    for stream in (False, True):
+        response = user.client.post("/v1/chat/completions", json={**body, "stream": stream})
+        assert response.status_code == 200, response.text
+    assert sql(gateway, "SELECT seq, hash FROM audit_chain_head") == before

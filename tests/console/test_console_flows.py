@@ -14,7 +14,7 @@ from tests.auth.conftest import Account
 from tests.console.conftest import AGENT_ID, ECONOMY_NAME, ECONOMY_SLUG, ROOM_NAME, Watched, World
 from tests.support.recorder import RECORDER
 
-VIEWS = ("Usage", "Limits", "Credentials", "API keys", "Agents", "Rooms")
+VIEWS = ("Usage", "Limits", "Credentials", "API keys", "Agents", "Rooms", "Audit")
 API_KEY = re.compile(r"svc_api_[0-9A-Za-z]{49}")
 WRITE_WORDS = re.compile(
     r"\b(add|new|create|generate|delete|remove|rotate|revoke|edit|invite|retire)\b", re.IGNORECASE

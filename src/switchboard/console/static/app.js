@@ -2,6 +2,7 @@
 // What the page offers follows the caller's claims (GET /protected/jwt); the API enforces it anyway.
 
 import { agentsView } from "./agents.js";
+import { auditView } from "./audit.js";
 import { get, hasSession, signIn, signOut, whenSignedOut } from "./api.js";
 import { credentialsView } from "./credentials.js";
 import { alertBox, field, h, put, showError, viewFrame } from "./dom.js";
@@ -21,6 +22,8 @@ const VIEWS = {
   rooms: { title: "Rooms", render: roomsView },
   // Creating and changing economies is for Admins (SPEC §2); nobody else is offered the view.
   economies: { title: "Economies", render: economiesView, only: (can) => can.admin && can.write },
+  // A delegation token may not read the trail (the API says 403); everyone else sees what is theirs.
+  audit: { title: "Audit", render: auditView, only: (can) => !can.delegated },
 };
 
 function offered(name) {
@@ -53,6 +56,7 @@ function contextOf(claims) {
       readAllUsage: admin || permissions.has("ReadUsage"),
       createRoom: write && !delegated && (admin || permissions.has("CreateGroup")),
       issueKeys: write && !delegated && claims.auth_method !== "api_key",
+      delegated,
     },
   };
 }
