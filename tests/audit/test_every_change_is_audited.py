@@ -30,6 +30,10 @@ NOT_CHANGES = {
     ("POST", "/agents/validate"): "validates a spec without storing it",
     ("POST", "/agents/discover"): "a search",
     ("POST", "/mcp"): "the MCP endpoint's anonymous challenge",
+    (
+        "POST",
+        "/webhooks/{webhook_id}/test",
+    ): "queues a test delivery (its delivery log shows it), changes no setting",
 }
 
 
@@ -79,6 +83,11 @@ def _delegation(ctx: Ctx) -> str:
     body = {"group_id": _room(ctx), "delegation_scope": ["read"], "expiry_seconds": 600}
     issued = ok(ctx.user.client.post("/auth/delegation/jwt", json=body))
     return str(issued["delegation_token_id"])
+
+
+def _webhook(ctx: Ctx) -> str:
+    body = {"url": "http://127.0.0.1:9/audited", "events": ["audit.event"]}
+    return str(ok(ctx.admin.client.post("/webhooks", json=body))["id"])
 
 
 def _agent() -> dict[str, Any]:
@@ -271,6 +280,24 @@ RECIPES: dict[tuple[str, str], tuple[str, Recipe]] = {
     ("DELETE", "/working-groups/{room_id}/members/{user_id}"): (
         "room_member.delete",
         lambda c, r: send(c.user.client, "DELETE", "/working-groups/{}/members/{}".format(*_member(c)), r),
+    ),
+    ("POST", "/webhooks"): (
+        "webhook.create",
+        lambda c, r: send(
+            c.admin.client,
+            "POST",
+            "/webhooks",
+            r,
+            {"url": "http://127.0.0.1:9/a", "events": ["limit.refused"]},
+        ),
+    ),
+    ("PATCH", "/webhooks/{webhook_id}"): (
+        "webhook.update",
+        lambda c, r: send(c.admin.client, "PATCH", f"/webhooks/{_webhook(c)}", r, {"active": False}),
+    ),
+    ("DELETE", "/webhooks/{webhook_id}"): (
+        "webhook.delete",
+        lambda c, r: send(c.admin.client, "DELETE", f"/webhooks/{_webhook(c)}", r),
     ),
     ("POST", "/agents"): ("agent.create", lambda c, r: send(c.user.client, "POST", "/agents", r, _agent())),
     ("POST", "/agents/{agent_id}/versions/{version}/retire"): ("agent.retire", _retire),

@@ -46,16 +46,24 @@ class WebhookReceiver:
             return [d for d in self.received if d.path == path]
 
     def wait_for(
-        self, path: str, count: int, timeout: float = 60.0, answered: int | None = None
+        self,
+        path: str,
+        count: int,
+        timeout: float = 60.0,
+        answered: int | None = None,
+        containing: str | None = None,
     ) -> list[Delivery]:
-        """At least `count` deliveries to `path` (answered `answered`, if given); fails after `timeout`."""
+        """At least `count` deliveries to `path` (answered `answered`, whose body holds `containing`,
+        if given); fails after `timeout`."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
                 found = [
                     d
                     for d in self.received
-                    if d.path == path and (answered is None or d.answered == answered)
+                    if d.path == path
+                    and (answered is None or d.answered == answered)
+                    and (containing is None or containing in d.body.decode())
                 ]
                 if len(found) >= count:
                     return found

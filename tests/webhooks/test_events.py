@@ -123,7 +123,9 @@ def test_a_rejected_stored_key_is_an_event_once_an_hour(
 def test_audit_events_reach_their_economys_and_admins_webhooks(
     hooks_gateway: Gateway, admin: User, receiver: WebhookReceiver
 ) -> None:
-    """Through `outbox.enqueue`, the call the audit trail makes in the transaction of each change."""
+    """A change through the API (an economy renamed) is one `audit.event`, queued in the change's own
+    transaction, to the webhooks of that economy and to Admins' that subscribe to it; its data is the
+    event as GET /audit shows it, chain hash included."""
     economy = new_economy(admin)
     theirs = create_webhook(hooks_gateway.url, admin, receiver, ["audit.event"], economy_id=economy["id"])
     not_subscribed = create_webhook(
@@ -133,22 +135,19 @@ def test_audit_events_reach_their_economys_and_admins_webhooks(
     other = create_webhook(
         hooks_gateway.url, admin, receiver, ["audit.event"], economy_id=new_economy(admin)["id"]
     )
-    marker = uuid.uuid4().hex
-    data = {"action": "limit.update", "target": {"type": "limit", "id": marker}}
-
-    async def record() -> list[uuid.UUID]:
-        from switchboard.webhooks.outbox import enqueue
-
-        async with hooks_gateway.app.state.sessionmaker() as session, session.begin():
-            return await enqueue(session, "audit.event", data, uuid.UUID(economy["id"]))
-
-    assert len(hooks_gateway.server.call_soon(record())) >= 2
+    marker = f"renamed-{uuid.uuid4().hex}"
+    renamed = admin.client.patch(f"/economies/{economy['id']}", json={"name": marker})
+    assert renamed.status_code == 200, renamed.text
+    listed = admin.client.get("/audit", params={"target_id": economy["id"]}).json()["data"]
+    [stored] = [event for event in listed if event["action"] == "economy.update"]
     for hook in (theirs, admins):
-        [delivery] = [d for d in receiver.wait_for(hook["path"], 1) if marker in d.body.decode()]
+        [delivery] = receiver.wait_for(hook["path"], 1, containing=marker)
         assert delivery.event["type"] == "audit.event"
-        assert delivery.event["data"] == data
+        assert delivery.event["data"]["changes"]["name"][1] == marker
+        assert delivery.event["data"]["hash"] == stored["hash"]
     flush(hooks_gateway)
-    assert receiver.of(not_subscribed["path"]) == [] and receiver.of(other["path"]) == []
+    for hook in (not_subscribed, other):
+        assert [d for d in receiver.of(hook["path"]) if marker in d.body.decode()] == []
 
 
 def test_an_inactive_webhook_receives_nothing_new(
@@ -158,14 +157,8 @@ def test_an_inactive_webhook_receives_nothing_new(
     hook = create_webhook(
         hooks_gateway.url, admin, receiver, ["audit.event"], economy_id=economy["id"], active=False
     )
-
-    async def record() -> list[uuid.UUID]:
-        from switchboard.webhooks.outbox import enqueue
-
-        async with hooks_gateway.app.state.sessionmaker() as session, session.begin():
-            return await enqueue(session, "audit.event", {"action": "x"}, uuid.UUID(economy["id"]))
-
-    hooks_gateway.server.call_soon(record())
+    renamed = admin.client.patch(f"/economies/{economy['id']}", json={"name": "renamed"})
+    assert renamed.status_code == 200, renamed.text
     # A test event still goes to it (to try a webhook before switching it on): the sync point.
     admin.client.post(f"/webhooks/{hook['id']}/test")
     receiver.wait_for(hook["path"], 1)

@@ -24,6 +24,7 @@ from switchboard.credentials.models import LlmCredential
 from switchboard.groups.models import Room, RoomMember
 from switchboard.limits.models import LimitRow
 from switchboard.metering.models import EconomyRow, ParticipantRow
+from switchboard.webhooks.models import WebhookRow
 
 # Bookkeeping columns every table has; a change to them alone is no change anyone audits.
 _BOOKKEEPING = frozenset({"created_at", "updated_at", "last_used_at"})
@@ -72,6 +73,9 @@ AUDITED: dict[type, Audited] = {
     EconomyRow: Audited("economy", lambda r: _text(r.id), economy=lambda r: r.id),
     ParticipantRow: Audited(
         "economy_participant", lambda r: f"{r.economy_id}/{r.participant_id}", economy=lambda r: r.economy_id
+    ),
+    WebhookRow: Audited(
+        "webhook", lambda r: _text(r.id), frozenset({"sealed_secret"}), economy=lambda r: r.economy_id
     ),
 }
 

@@ -19,6 +19,8 @@ from switchboard.audit.events import Change, Origin, canonical, chain_hash, even
 from switchboard.audit.models import GENESIS, AuditChainHead, AuditEventRow
 from switchboard.audit.origin import origin_of
 from switchboard.kit.clock import utcnow
+from switchboard.webhooks.events import AUDIT_EVENT
+from switchboard.webhooks.outbox import enqueue_on
 
 _HEAD = cast(Table, AuditChainHead.__table__)
 _EVENTS = cast(Table, AuditEventRow.__table__)
@@ -80,6 +82,10 @@ def append(connection: Connection, origin: Origin, change: Change) -> str:
         )
     )
     connection.execute(update(_HEAD).where(_HEAD.c.id == HEAD_ID).values(hash=digest))
+    # SIEMs subscribe to every event (SPEC §22 `audit.event`): queued in the change's transaction too.
+    published = {**document, "seq": seq, "prev_hash": prev_hash, "hash": digest}
+    economy = uuid.UUID(change.economy_id) if change.economy_id else None
+    enqueue_on(connection, AUDIT_EVENT, published, economy)
     return str(event_id)
 
 

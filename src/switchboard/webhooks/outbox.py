@@ -8,10 +8,11 @@ racing to send it commit it once.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, insert, select
+from sqlalchemy import Connection, Row, Select, Table, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from switchboard.db.upsert import insert_for
@@ -38,6 +39,45 @@ def wants(events: list[str], economy_id: uuid.UUID | None, event_type: str, of: 
     return event_type in events and (economy_id is None or economy_id == of)
 
 
+def _deliveries(
+    rows: Sequence[Row[Any]],
+    event_type: str,
+    data: dict[str, Any],
+    economy_id: uuid.UUID | None,
+    webhook_id: uuid.UUID | None,
+    at: datetime,
+) -> list[dict[str, Any]]:
+    targets = [
+        row.id
+        for row in rows
+        if (event_type == TEST and webhook_id is not None)
+        or wants(row.events, row.economy_id, event_type, economy_id)
+    ]
+    if not targets:
+        return []
+    body = body_of(event_type, at, data)
+    return [
+        {
+            "id": uuid.uuid4(),
+            "webhook_id": target,
+            "event_type": event_type,
+            "body": body,
+            "status": PENDING,
+            "attempts": 0,
+            "next_attempt_at": at,
+            "created_at": at,
+        }
+        for target in targets
+    ]
+
+
+def _subscribers(webhook_id: uuid.UUID | None) -> Select[Any]:
+    query = select(_WEBHOOKS.c.id, _WEBHOOKS.c.events, _WEBHOOKS.c.economy_id)
+    if webhook_id is not None:
+        return query.where(_WEBHOOKS.c.id == webhook_id)
+    return query.where(_WEBHOOKS.c.active.is_(True))
+
+
 async def enqueue(
     session: Executor,
     event_type: str,
@@ -51,36 +91,23 @@ async def enqueue(
     a test); committed with the caller's transaction, sent by any replica's dispatcher after it.
     Returns the deliveries' ids."""
     at = at or utcnow()
-    query = select(_WEBHOOKS.c.id, _WEBHOOKS.c.events, _WEBHOOKS.c.economy_id)
-    if webhook_id is not None:
-        query = query.where(_WEBHOOKS.c.id == webhook_id)
-    else:
-        query = query.where(_WEBHOOKS.c.active.is_(True))
-    rows = (await session.execute(query)).all()
-    targets = [
-        row.id
-        for row in rows
-        if (event_type == TEST and webhook_id is not None)
-        or wants(row.events, row.economy_id, event_type, economy_id)
-    ]
-    if not targets:
-        return []
-    body = body_of(event_type, at, data)
-    values = [
-        {
-            "id": uuid.uuid4(),
-            "webhook_id": target,
-            "event_type": event_type,
-            "body": body,
-            "status": PENDING,
-            "attempts": 0,
-            "next_attempt_at": at,
-            "created_at": at,
-        }
-        for target in targets
-    ]
-    await session.execute(insert(_DELIVERIES), values)
+    rows = (await session.execute(_subscribers(webhook_id))).all()
+    values = _deliveries(rows, event_type, data, economy_id, webhook_id, at)
+    if values:
+        await session.execute(insert(_DELIVERIES), values)
     return [value["id"] for value in values]
+
+
+def enqueue_on(
+    connection: Connection, event_type: str, data: dict[str, Any], economy_id: uuid.UUID | None = None
+) -> None:
+    """`enqueue` on a synchronous connection: for the audit trail, which appends its events from the
+    ORM's flush (a sync context) in the transaction of the change."""
+    at = utcnow()
+    rows = connection.execute(_subscribers(None)).all()
+    values = _deliveries(rows, event_type, data, economy_id, None, at)
+    if values:
+        connection.execute(insert(_DELIVERIES), values)
 
 
 async def first_time(
