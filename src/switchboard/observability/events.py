@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
 from switchboard.errors import error_code_of
@@ -26,10 +27,6 @@ if TYPE_CHECKING:
 
 # The usage writer knows no app state; lifecycle.py tells this module whose metrics it feeds.
 _WRITERS: weakref.WeakKeyDictionary[Any, Metrics] = weakref.WeakKeyDictionary()
-
-
-def _metrics(state: Any) -> Metrics | None:
-    return getattr(state, "metrics", None)
 
 
 def error_type_of(outcome: CallOutcome) -> str:
@@ -48,12 +45,11 @@ def attempt_started(call: PreparedCall) -> None:
             tracing.start_attempt(request, call)
 
 
-def attempt_failed(state: Any, call: PreparedCall, error: BaseException) -> None:
+def attempt_failed(metrics: Metrics | None, call: PreparedCall, error: BaseException) -> None:
     """A provider attempt ended in `error` (before or after its first byte); not the client leaving."""
     if isinstance(error, asyncio.CancelledError):
         return
     kind = error_code_of(error)
-    metrics = _metrics(state)
     if metrics is not None:
         metrics.upstream_error(call.model.provider, kind)
     if tracing.ON:
@@ -96,26 +92,22 @@ def answer_finished(reasons: list[str]) -> None:
             tracing.finish_reasons(request, reasons)
 
 
-def attempt_moved_on(state: Any) -> None:
-    metrics = _metrics(state)
+def attempt_moved_on(metrics: Metrics | None) -> None:
     if metrics is not None:
         metrics.fallbacks.inc()
 
 
-def limit_refused(state: Any) -> None:
-    metrics = _metrics(state)
+def limit_refused(metrics: Metrics | None) -> None:
     if metrics is not None:
         metrics.limit_rejections.inc()
 
 
-def stream_opened(state: Any) -> None:
-    metrics = _metrics(state)
+def stream_opened(metrics: Metrics | None) -> None:
     if metrics is not None:
         metrics.streams.inc()
 
 
-def stream_closed(state: Any) -> None:
-    metrics = _metrics(state)
+def stream_closed(metrics: Metrics | None) -> None:
     if metrics is not None:
         metrics.streams.dec()
 
@@ -131,10 +123,15 @@ def _count_classes(metrics: Metrics, outcome: CallOutcome) -> None:
             metrics.tokens_of(economy, token_class).inc(count)
 
 
-def call_settled(state: Any, call: PreparedCall, outcome: CallOutcome, cost: int | None) -> None:
+def call_settled(
+    metrics: Metrics | None,
+    listed: Container[str],
+    call: PreparedCall,
+    outcome: CallOutcome,
+    cost: int | None,
+) -> None:
     """Every call's one ending: its duration, tokens and cost; its figures for the access record."""
     error_type = error_type_of(outcome)
-    metrics = _metrics(state)
     if metrics is not None:
         series = metrics.series(
             outcome.provider,
@@ -142,7 +139,7 @@ def call_settled(state: Any, call: PreparedCall, outcome: CallOutcome, cost: int
             outcome.endpoint,
             error_type,
             answered=outcome.status == "ok",
-            listed=state.catalog.by_key,
+            listed=listed,
         )
         series.duration.observe(outcome.latency_ms / 1000)
         if outcome.stream and outcome.ttft_ms is not None and not error_type:
