@@ -8,9 +8,10 @@ call (audit, webhooks, a cache) adds its service here, built in its own lifecycl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from starlette.datastructures import State
 
 from switchboard.auth.authenticator import Authenticator
 from switchboard.catalog.catalog import Catalog
@@ -48,7 +49,7 @@ class Pipeline:
     metrics: Metrics | None
 
 
-def _typed(state: Any, name: str, kind: type[T]) -> T:
+def _typed(state: State, name: str, kind: type[T]) -> T:
     """`state.<name>`, checked once at start: a lifecycle that left the wrong thing fails here."""
     value = getattr(state, name)
     if not isinstance(value, kind):
@@ -56,7 +57,7 @@ def _typed(state: Any, name: str, kind: type[T]) -> T:
     return value
 
 
-def pipeline_of(state: Any, limits: LimitRegistry, routing: RouteHealth, leases: HoldLeases) -> Pipeline:
+def pipeline_of(state: State, limits: LimitRegistry, routing: RouteHealth, leases: HoldLeases) -> Pipeline:
     """The pipeline over what the domains' lifecycles (app.LIFECYCLES, all before `llm`) built."""
     metrics = getattr(state, "metrics", None)
     return Pipeline(

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from switchboard.errors import error_code_of
 from switchboard.observability import finish, tracing
+from switchboard.observability.attempt import AttemptFacts
 from switchboard.observability.metrics import Metrics
 from switchboard.observability.request import CURRENT
 
 if TYPE_CHECKING:
-    from switchboard.llm.context import PreparedCall
     from switchboard.metering.outcome import CallOutcome
     from switchboard.upstream.types import UpstreamStream
 
@@ -38,14 +38,14 @@ def error_type_of(outcome: CallOutcome) -> str:
     return outcome.error_code or outcome.status
 
 
-def attempt_started(call: PreparedCall) -> None:
+def attempt_started(call: AttemptFacts) -> None:
     if tracing.ON:
         request = CURRENT.get()
         if request is not None:
             tracing.start_attempt(request, call)
 
 
-def attempt_failed(metrics: Metrics | None, call: PreparedCall, error: BaseException) -> None:
+def attempt_failed(metrics: Metrics | None, call: AttemptFacts, error: BaseException) -> None:
     """A provider attempt ended in `error` (before or after its first byte); not the client leaving."""
     if isinstance(error, asyncio.CancelledError):
         return
@@ -126,7 +126,7 @@ def _count_classes(metrics: Metrics, outcome: CallOutcome) -> None:
 def call_settled(
     metrics: Metrics | None,
     listed: Container[str],
-    call: PreparedCall,
+    call: AttemptFacts,
     outcome: CallOutcome,
     cost: int | None,
 ) -> None:
