@@ -95,6 +95,40 @@ def test_no_module_is_over_500_lines() -> None:
     assert too_long == {}
 
 
+def _switchboard_imports(tree: ast.Module) -> set[str]:
+    """The `switchboard.<package>` names a module imports, TYPE_CHECKING blocks included."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        found.update(".".join(n.split(".")[:2]) for n in names if n.startswith("switchboard."))
+    return found
+
+
+def test_observability_does_not_import_the_pipeline() -> None:
+    # Telemetry reads a call through observability/attempt.AttemptFacts, a protocol the pipeline meets.
+    upward = [
+        rel(path)
+        for path, tree in modules()
+        if rel(path).startswith("observability/") and "switchboard.llm" in _switchboard_imports(tree)
+    ]
+    assert upward == []
+
+
+def test_the_pipeline_takes_no_untyped_state() -> None:
+    """The pipeline's services come typed (llm/services.Pipeline), never as `state: Any`."""
+    untyped = [
+        f"{rel(path)}:{arg.lineno}"
+        for path, tree in modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for arg in node.args.args + node.args.kwonlyargs
+        if arg.arg == "state" and isinstance(arg.annotation, ast.Name) and arg.annotation.id == "Any"
+    ]
+    assert untyped == []
+
+
 def test_every_module_opens_with_a_docstring() -> None:
     missing = [rel(path) for path, tree in modules() if path.stat().st_size and not ast.get_docstring(tree)]
     assert missing == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sys
 from collections.abc import AsyncIterator
@@ -10,45 +9,89 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from switchboard import API_VERSION
+from switchboard.agents import lifecycle as agents_lifecycle
+from switchboard.agents import router as agents_router
+from switchboard.audit import lifecycle as audit_lifecycle
+from switchboard.audit import router as audit_router
+from switchboard.auth import lifecycle as auth_lifecycle
+from switchboard.auth import router as auth_router
 from switchboard.auth.authenticator import Authenticator
 from switchboard.auth.tokens import TokenCodec
+from switchboard.catalog import lifecycle as catalog_lifecycle
+from switchboard.console import router as console_router
 from switchboard.cors import v1_cors
+from switchboard.credentials import lifecycle as credentials_lifecycle
+from switchboard.credentials import providers_route
+from switchboard.credentials import router as credentials_router
 from switchboard.db.engine import make_sessionmaker
 from switchboard.db.outage import DatabaseOutage
+from switchboard.discovery import router as discovery_router
 from switchboard.error_shapes import install_error_handlers
+from switchboard.groups import auth_routes as groups_auth_routes
+from switchboard.groups import router as groups_router
+from switchboard.idempotency import lifecycle as idempotency_lifecycle
 from switchboard.idempotency.middleware import IdempotencyMiddleware
 from switchboard.idempotency.openapi import declare_idempotency_key
+from switchboard.lifecycle import DomainLifecycle
+from switchboard.limits import lifecycle as limits_lifecycle
+from switchboard.limits import router as limits_router
 from switchboard.llm import fast_routes
+from switchboard.llm import lifecycle as llm_lifecycle
+from switchboard.llm import router as llm_router
 from switchboard.logging_setup import configure_logging
+from switchboard.metering import lifecycle as metering_lifecycle
+from switchboard.metering import router as metering_router
+from switchboard.observability import lifecycle as observability_lifecycle
+from switchboard.observability import router as observability_router
 from switchboard.openapi_errors import declare_errors
 from switchboard.request_context import RequestContextMiddleware
 from switchboard.settings import Settings, load_settings
 from switchboard.startup_errors import open_database
+from switchboard.upstream import lifecycle as upstream_lifecycle
+from switchboard.webhooks import lifecycle as webhooks_lifecycle
+from switchboard.webhooks import router as webhooks_router
 
 log = logging.getLogger("switchboard.app")
 
-# Domains in start-up order; each may have a `lifecycle` module with startup/shutdown.
-DOMAINS = (
-    "audit",  # first: its flush hook must see the changes every later start-up makes
-    "idempotency",
-    "credentials",
-    "upstream",
-    "catalog",
-    "metering",
-    "observability",  # after metering: its usage writer feeds the metrics too
-    "limits",
-    "auth",
-    "groups",
-    "agents",
-    "llm",
-    "webhooks",  # after llm: a refusal's event reads the pipeline's limits
-    "discovery",
-    "console",  # GET /console: static pages, no lifecycle, nothing on the /v1 path
+# Domains in start-up order: what each builds at start (a `lifecycle` module), stopped in reverse.
+LIFECYCLES: tuple[DomainLifecycle, ...] = (
+    audit_lifecycle,  # first: its flush hook must see the changes every later start-up makes
+    idempotency_lifecycle,
+    credentials_lifecycle,
+    upstream_lifecycle,
+    catalog_lifecycle,
+    metering_lifecycle,
+    observability_lifecycle,  # after metering: its usage writer feeds the metrics too
+    limits_lifecycle,
+    auth_lifecycle,
+    agents_lifecycle,
+    webhooks_lifecycle,  # before llm: the pipeline hands its events to the webhooks' hub
+    llm_lifecycle,  # last but discovery's none: the pipeline takes what the others built (llm/services.py)
+)
+
+# /v1 routes are matched first: routing tries routes in order, and they carry the traffic.
+ROUTERS: tuple[APIRouter, ...] = (
+    llm_router.router,
+    audit_router.router,
+    credentials_router.router,
+    providers_route.router,  # GET /providers
+    metering_router.router,
+    metering_router.extra_router,
+    observability_router.router,
+    limits_router.router,
+    auth_router.router,
+    groups_router.router,
+    groups_auth_routes.router,  # the Auth routes that read rooms (GET /users, delegation)
+    agents_router.router,
+    webhooks_router.router,
+    discovery_router.router,
+    discovery_router.extra_router,
+    console_router.router,  # GET /console: static pages, nothing on the /v1 path
 )
 
 OPENAPI_TAGS = [
@@ -64,34 +107,6 @@ OPENAPI_TAGS = [
     {"name": "Health", "description": "Version, liveness and readiness."},
     {"name": "Audit", "description": "The append-only, hash-chained audit trail of every change."},
 ]
-
-
-def _lifecycles() -> list[object]:
-    found: list[object] = []
-    for name in DOMAINS:
-        try:
-            found.append(importlib.import_module(f"switchboard.{name}.lifecycle"))
-        except ModuleNotFoundError as exc:
-            if exc.name != f"switchboard.{name}.lifecycle":
-                raise
-    return found
-
-
-# /v1 routes are matched first: routing tries routes in order, and they carry the traffic.
-ROUTER_ORDER = ("llm", *(name for name in DOMAINS if name != "llm"))
-
-
-def _routers() -> list[object]:
-    found: list[object] = []
-    for name in ROUTER_ORDER:
-        try:
-            module = importlib.import_module(f"switchboard.{name}.router")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"switchboard.{name}.router":
-                raise
-            continue
-        found.extend(getattr(module, attr) for attr in ("router", "extra_router") if hasattr(module, attr))
-    return found
 
 
 def _command() -> str:
@@ -114,11 +129,18 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.sessionmaker = make_sessionmaker(engine)
     # SQLite is a local file: it does not go away. PostgreSQL is watched (db/outage.py).
     app.state.db_outage = DatabaseOutage(engine, enabled=engine.dialect.name == "postgresql")
-    started: list[object] = []
+    started: list[DomainLifecycle] = []
     try:
-        for module in _lifecycles():
-            await module.startup(app)  # type: ignore[attr-defined]
+        for module in LIFECYCLES:
+            await module.startup(app)
             started.append(module)
+        if isinstance(app, SwitchboardApp) and app.fast_model_calls:
+            # The same request context as every other route: request id, body limit, log line,
+            # last-resort 500.
+            pipeline = app.state.pipeline
+            app.model_calls = RequestContextMiddleware(
+                fast_routes.endpoint(pipeline), max_body_bytes=settings.max_body_bytes
+            )
         app.state.db_outage.start()
         where = f" on {settings.listen_url}" if settings.listen_url else ""
         log.info("switchboard %s ready (database: %s)%s", API_VERSION, engine.dialect.name, where)
@@ -137,7 +159,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await app.state.db_outage.stop()
         for module in reversed(started):
             try:
-                await module.shutdown(app)  # type: ignore[attr-defined]
+                await module.shutdown(app)
             except Exception:
                 log.exception("shutdown of %s failed", getattr(module, "__name__", module))
         await engine.dispose()
@@ -146,7 +168,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 class SwitchboardApp(FastAPI):
     """FastAPI, except that POSTs to the model-call routes skip the framework (llm/fast_routes.py)."""
 
-    model_calls: ASGIApp | None = None
+    fast_model_calls = True
+    model_calls: ASGIApp | None = None  # set in the lifespan, once the pipeline is built
     cors: ASGIApp | None = None  # /v1 behind CORS, when SWITCHBOARD_CORS_ORIGINS names origins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -191,21 +214,16 @@ def create_app(settings: Settings | None = None, *, fast_model_calls: bool = Tru
         TokenCodec(settings.jwt_secret.get_secret_value(), settings.jwt_audience, settings.jwt_leeway_seconds)
     )
     install_error_handlers(app)
-    routers: list[Any] = _routers()
-    for router in routers:
+    for router in ROUTERS:
         app.include_router(router)
     # For a 405's Allow header (error_shapes.allowed_methods): every route with its path pattern.
     app.state.routes_by_path = [
-        route for router in routers for route in router.routes if isinstance(route, APIRoute)
+        route for router in ROUTERS for route in router.routes if isinstance(route, APIRoute)
     ]
     # Added first, so it runs inside RequestContextMiddleware (request id, body limit, log line).
     app.add_middleware(IdempotencyMiddleware)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
     if settings.cors_origins:
         app.cors = v1_cors(app._dispatch, settings.cors_origins)
-    if fast_model_calls:
-        # The same request context as every other route: request id, body limit, log line, last-resort 500.
-        app.model_calls = RequestContextMiddleware(
-            fast_routes.endpoint(app.state), max_body_bytes=settings.max_body_bytes
-        )
+    app.fast_model_calls = fast_model_calls
     return app

@@ -9,7 +9,6 @@ from fastapi import APIRouter, Depends, Query, Request, Response, status
 
 from switchboard.auth.dependencies import CurrentPrincipal, WriterPrincipal
 from switchboard.credentials import service
-from switchboard.credentials.providers_route import router as extra_router  # noqa: F401 (app.py includes it)
 from switchboard.credentials.schemas import CredentialCreate, CredentialOut, CredentialUpdate
 from switchboard.credentials.store import CredentialStore
 from switchboard.db.session import DbSession

@@ -9,7 +9,6 @@ from fastapi import APIRouter, Response, status
 from switchboard.auth.dependencies import CurrentPrincipal, WriterPrincipal
 from switchboard.db.session import DbSession
 from switchboard.groups import members, service
-from switchboard.groups.auth_routes import router as extra_router  # noqa: F401 (app.py includes it)
 from switchboard.groups.schemas import MemberAdd, MemberOut, MemberUpdate, RoomCreate, RoomOut, RoomUpdate
 from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
 

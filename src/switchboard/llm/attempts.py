@@ -12,14 +12,15 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 
-from switchboard.errors import SwitchboardError, error_code_of
+from switchboard.errors import SwitchboardError, UpstreamCredentialRejected, error_code_of
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.ledger import cap_for_route, record_attempt, settle
 from switchboard.llm.outcomes import USAGE_ESTIMATED, build_outcome, prompt_estimate
+from switchboard.llm.services import Pipeline
 from switchboard.metering.outcome import CallOutcome
 from switchboard.observability import events
 from switchboard.routing.failures import Verdict, final_error, verdict_of
@@ -34,10 +35,10 @@ ATTEMPTS_HEADER = "x-switchboard-attempts"
 class Attempts:
     """One per call; `route` is the attempt under way (also on the call: `model`, `credential`)."""
 
-    __slots__ = ("_call", "_errors", "_index", "_pending", "_state", "_tries", "route")
+    __slots__ = ("_call", "_errors", "_index", "_pending", "_pipeline", "_tries", "route")
 
-    def __init__(self, state: Any, call: PreparedCall) -> None:
-        self._state = state
+    def __init__(self, pipeline: Pipeline, call: PreparedCall) -> None:
+        self._pipeline = pipeline
         self._call = call
         self._index = 0
         self._tries = 0  # tries of the current route after its first
@@ -53,7 +54,7 @@ class Attempts:
             try:
                 if self._pending is not None:
                     outcome, self._pending = self._pending, None
-                    await record_attempt(self._state, self._call, outcome)
+                    await record_attempt(self._pipeline, self._call, outcome)
                 return await ask()
             except BaseException as raised:
                 error = raised
@@ -63,15 +64,20 @@ class Attempts:
 
     def done(self, error: BaseException | None = None) -> None:
         """The answer is out (or broke off after its first byte): the route's health learns how it went."""
-        routing = self._state.routing
+        routing = self._pipeline.routing
         routing.ended(self.route)
         if error is None:
             routing.succeeded(self.route)
             return
-        events.attempt_failed(self._state, self._call, error)
+        self._attempt_failed(error)
         verdict = verdict_of(error)
         if verdict is not Verdict.STOP:
             routing.failed(self.route, verdict, error)
+
+    def _attempt_failed(self, error: BaseException) -> None:
+        events.attempt_failed(self._pipeline.metrics, self._call, error)
+        if isinstance(error, UpstreamCredentialRejected) and self._pipeline.webhooks is not None:
+            self._pipeline.webhooks.credential_rejected(self._call)
 
     def _begin(self) -> None:
         call = self._call
@@ -81,14 +87,14 @@ class Attempts:
             call.model, call.credential = route.model, route.credential
             call.body["model"] = route.model.model
             cap_for_route(call)
-        self._state.routing.started(self.route)
+        self._pipeline.routing.started(self.route)
         events.attempt_started(call)
 
     async def _failed(self, error: BaseException) -> bool:
         """Whether another attempt follows this failed one."""
-        routing, route = self._state.routing, self.route
+        routing, route = self._pipeline.routing, self.route
         routing.ended(route)
-        events.attempt_failed(self._state, self._call, error)
+        self._attempt_failed(error)
         if isinstance(error, asyncio.CancelledError):
             return False
         verdict = verdict_of(error)
@@ -114,7 +120,7 @@ class Attempts:
                 # The client left during the pause: the failed attempt is the call's last.
                 outcome, self._pending = self._pending, None
                 with anyio.CancelScope(shield=True):
-                    await settle(self._state, self._call, outcome)
+                    await settle(self._pipeline, self._call, outcome)
                 raise
         return True
 
@@ -132,7 +138,7 @@ class Attempts:
             outcome = build_outcome(self._call, status="error", usage=None, error_code=error_code_of(error))
         # No stored answer: the idempotency key is released, so the call may be tried again.
         with anyio.CancelScope(shield=True):
-            await settle(self._state, self._call, outcome)
+            await settle(self._pipeline, self._call, outcome)
         if cancelled or not self._errors:
             return error
         final = final_error(self._errors)

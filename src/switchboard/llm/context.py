@@ -18,6 +18,7 @@ from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import BadRequest, Forbidden
 from switchboard.idempotency.service import Claim
 from switchboard.limits.enforce import Hold
+from switchboard.llm.services import Pipeline
 from switchboard.metering.resolution import resolve_economy
 from switchboard.routing.plan import plan_routes
 from switchboard.routing.request import take_models, take_preferences
@@ -76,7 +77,7 @@ def _session_id(principal: Principal, headers: Headers) -> str | None:
 
 async def prepare_call(
     *,
-    state: Any,
+    pipeline: Pipeline,
     sessions: SessionOnDemand,
     principal: Principal,
     headers: Headers,
@@ -88,7 +89,7 @@ async def prepare_call(
     started = time.perf_counter()
     if not principal.can_write:
         raise Forbidden("this token may not call models (Viewer role or read-only delegation)")
-    catalog: Catalog = state.catalog
+    catalog: Catalog = pipeline.catalog
     # `models` and `provider` steer routing and never reach the provider.
     listed = take_models(body) if "models" in body else None
     preferences = take_preferences(body) if "provider" in body else None
@@ -115,9 +116,9 @@ async def prepare_call(
     if listed is not None:
         selectors.extend(entry for entry in listed if entry != selector)
     # spendable also checks room membership (404 for a room the caller is not in).
-    reach = await state.credentials.spendable(principal, room_id)
+    reach = await pipeline.credentials.spendable(principal, room_id)
     scopes = _SCOPES_WITH_ROOM if room_id else _SCOPES
-    routes = plan_routes(catalog, selectors, preferences, reach, state.routing, scopes)
+    routes = plan_routes(catalog, selectors, preferences, reach, pipeline.routing, scopes)
     first = routes[0]
     economy = await resolve_economy(sessions, principal, headers.get("x-economy-id"), agent_economy, room_id)
     body["model"] = first.model.model

@@ -9,8 +9,6 @@ Idempotency-Key is not needed (the answer is the same every time). The first rou
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 from starlette.datastructures import Headers
 from starlette.responses import Response
@@ -19,6 +17,7 @@ from switchboard.auth.principal import Principal
 from switchboard.db.on_demand import SessionOnDemand
 from switchboard.llm.context import prepare_call
 from switchboard.llm.request_body import parse_json_object
+from switchboard.llm.services import Pipeline
 from switchboard.surfaces import messages_request
 from switchboard.surfaces.messages_count import count_input_tokens
 from switchboard.upstream.native import ANTHROPIC_COUNT_TOKENS
@@ -26,15 +25,15 @@ from switchboard.upstream.types import UpstreamTarget
 
 
 async def count_tokens(
-    state: Any, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
+    pipeline: Pipeline, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
 ) -> Response:
     body = parse_json_object(raw)
     messages_request.check_count_body(body)
     lines = messages_request.provider_headers(headers)
-    state.db_outage.check()
-    async with SessionOnDemand(state.sessionmaker, state.engine) as sessions:
+    pipeline.db_outage.check()
+    async with SessionOnDemand(pipeline.sessionmaker, pipeline.engine) as sessions:
         call = await prepare_call(
-            state=state,
+            pipeline=pipeline,
             sessions=sessions,
             principal=principal,
             headers=headers,
@@ -53,11 +52,11 @@ async def count_tokens(
         target = UpstreamTarget(
             provider=call.model.provider,
             model=call.model.model,
-            secret=await state.credentials.reveal(call.credential),
+            secret=await pipeline.credentials.reveal(call.credential),
             base_url=call.credential.base_url,
-            allow_private=state.settings.allow_private_upstreams,
+            allow_private=pipeline.settings.allow_private_upstreams,
         )
-        reply = await state.upstream.native.json(target, ANTHROPIC_COUNT_TOKENS, call.body, lines)
+        reply = await pipeline.upstream.native.json(target, ANTHROPIC_COUNT_TOKENS, call.body, lines)
         answer = reply.body
     else:
         answer = orjson.dumps({"input_tokens": count_input_tokens(call.body)})

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.responses import Response
@@ -22,8 +21,9 @@ from switchboard.error_shapes import switchboard_error_response
 from switchboard.errors import SwitchboardError
 from switchboard.llm import count_tokens, service
 from switchboard.llm.client_watch import ClientWatch
+from switchboard.llm.services import Pipeline
 
-Handler = Callable[[Any, Principal, Headers, str, str, bytes], Awaitable[Response]]
+Handler = Callable[[Pipeline, Principal, Headers, str, str, bytes], Awaitable[Response]]
 
 HANDLERS: dict[str, Handler] = {
     "/v1/chat/completions": service.chat_completions,
@@ -54,21 +54,21 @@ async def _read_body(receive: Receive) -> bytes:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def endpoint(state: Any) -> ASGIApp:
+def endpoint(pipeline: Pipeline) -> ASGIApp:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        await serve(state, scope, receive, send)
+        await serve(pipeline, scope, receive, send)
 
     return app
 
 
-async def serve(state: Any, scope: Scope, receive: Receive, send: Send) -> None:
+async def serve(pipeline: Pipeline, scope: Scope, receive: Receive, send: Send) -> None:
     """One model call; runs inside RequestContextMiddleware (request id, body limit, last-resort 500)."""
     path: str = scope["path"]
     try:
         headers = Headers(scope=scope)
-        principal = await state.authenticator.authenticate(authorization_of(headers, path))
+        principal = await pipeline.authenticator.authenticate(authorization_of(headers, path))
         raw = await _read_body(receive)
-        handler = HANDLERS[path](state, principal, headers, path, scope["state"]["request_id"], raw)
+        handler = HANDLERS[path](pipeline, principal, headers, path, scope["state"]["request_id"], raw)
         response = await until_client_leaves(handler, receive)
     except SwitchboardError as error:
         response = switchboard_error_response(error, path)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from switchboard.auth.principal import Principal
 from switchboard.idempotency.service import Claim, New, StoredResponse, check_key, fingerprint
+from switchboard.llm.services import Pipeline
 
 # Headers a replay repeats; the request id is the new request's own.
 _KEPT = (
@@ -21,14 +20,14 @@ _KEPT = (
 
 
 async def claim_or_replay(
-    state: Any, principal: Principal, headers: Headers, path: str, raw_body: bytes
+    pipeline: Pipeline, principal: Principal, headers: Headers, path: str, raw_body: bytes
 ) -> Claim | Response | None:
     """None without the header; a Claim for a first execution; the stored Response for a retry."""
     value = headers.get("idempotency-key")
     if value is None:
         return None
     key = check_key(value)
-    result = await state.idempotency.begin_or_raise(
+    result = await pipeline.idempotency.begin_or_raise(
         f"user:{principal.user_id}", key, fingerprint("POST", path, raw_body)
     )
     if isinstance(result, New):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from switchboard.config_file import ModelEntry
 from switchboard.errors import LimitRefused
@@ -16,6 +15,7 @@ from switchboard.limits import ledger as limits_ledger
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.outcomes import build_outcome
 from switchboard.llm.prompt_bound import prompt_bound
+from switchboard.llm.services import Pipeline
 from switchboard.metering.outcome import CallOutcome, Settlement
 from switchboard.observability import events
 from switchboard.upstream.prices import litellm_max_output
@@ -29,7 +29,9 @@ def _model_max(endpoint: str, model: ModelEntry) -> int:
     return litellm_max_output(model.provider, model.model) or enforce.DEFAULT_MAX_OUTPUT
 
 
-async def _fallbacks(state: Any, call: PreparedCall, with_prices: bool) -> tuple[enforce.Fallback, ...]:
+async def _fallbacks(
+    pipeline: Pipeline, call: PreparedCall, with_prices: bool
+) -> tuple[enforce.Fallback, ...]:
     """The models the call's later routes may fall back to (SPEC §14), other than the first route's,
     each once: a call's hold covers every model it may end up calling."""
     first = (call.model.provider, call.model.model)
@@ -41,7 +43,7 @@ async def _fallbacks(state: Any, call: PreparedCall, with_prices: bool) -> tuple
             continue
         prices = None
         if with_prices:
-            prices, _ = await state.call_sink.price_of(call.economy_id, model.provider, model.model)
+            prices, _ = await pipeline.call_sink.price_of(call.economy_id, model.provider, model.model)
         fallbacks[key] = enforce.Fallback(key, prices, _model_max(call.endpoint, model))
     return tuple(fallbacks.values())
 
@@ -68,12 +70,12 @@ def recovery_record(call: PreparedCall) -> RecoveryRecord:
     return outcome
 
 
-async def begin(state: Any, call: PreparedCall) -> None:
+async def begin(pipeline: Pipeline, call: PreparedCall) -> None:
     """Holds the call's worst case against every limit that applies (402/429 when one does not fit),
     sets the output cap the gateway chose, and leaves what recovery needs with the idempotency claim.
     """
     call.call_id = os.urandom(16).hex()  # 128 random bits, as a uuid4's hex, without the UUID object
-    limits = await state.limits.applying(
+    limits = await pipeline.limits.applying(
         call.economy_id, call.principal.user_id, call.room_id, call.agent_id, call.principal.api_key_id
     )
     record = recovery_record(call) if limits or call.claim is not None else None
@@ -81,10 +83,10 @@ async def begin(state: Any, call: PreparedCall) -> None:
         prices, markup = None, 0
         costed = any(limit.metric == "cost" for limit in limits)
         if costed:
-            prices, markup = await state.call_sink.price_of(
+            prices, markup = await pipeline.call_sink.price_of(
                 call.economy_id, call.model.provider, call.model.model
             )
-        fallbacks = await _fallbacks(state, call, costed) if len(call.routes) > 1 else ()
+        fallbacks = await _fallbacks(pipeline, call, costed) if len(call.routes) > 1 else ()
         ask = enforce.Ask(
             endpoint=call.endpoint,
             # never below what a provider can bill: an estimate would let concurrent calls overspend
@@ -97,16 +99,18 @@ async def begin(state: Any, call: PreparedCall) -> None:
         )
         try:
             call.hold, plan = await enforce.reserve(
-                state.write_transactions,
-                state.hold_leases,
+                pipeline.write_transactions,
+                pipeline.hold_leases,
                 limits,
                 ask,
                 call_id=call.call_id,
                 call=record,
-                lease_seconds=state.settings.lease_seconds,
+                lease_seconds=pipeline.settings.lease_seconds,
             )
         except LimitRefused as refused:
-            events.limit_refused(state, call, refused)
+            events.limit_refused(pipeline.metrics)
+            if pipeline.webhooks is not None:
+                pipeline.webhooks.limit_refused(call, refused)
             raise
         if plan.cap is not None:
             call.gateway_cap = plan.cap
@@ -116,7 +120,7 @@ async def begin(state: Any, call: PreparedCall) -> None:
             left_out = {f.model for f, ok in zip(fallbacks, plan.covered, strict=True) if not ok}
             call.routes = [r for r in call.routes if (r.model.provider, r.model.model) not in left_out]
     if call.claim is not None and record is not None:
-        await state.idempotency.attach(call.claim, record)
+        await pipeline.idempotency.attach(call.claim, record)
 
 
 def cap_for_route(call: PreparedCall) -> None:
@@ -128,32 +132,28 @@ def cap_for_route(call: PreparedCall) -> None:
         call.body[enforce.cap_field(call.endpoint)] = min(call.gateway_cap, model_max)
 
 
-def limit_headers(call: PreparedCall) -> dict[str, str]:
-    return call.hold.headers if call.hold is not None else {}
-
-
-async def record_attempt(state: Any, call: PreparedCall, outcome: CallOutcome) -> None:
+async def record_attempt(pipeline: Pipeline, call: PreparedCall, outcome: CallOutcome) -> None:
     """The record of an attempt the call moved on from (SPEC §14); the call's last attempt is
     recorded by `settle`, which also ends its holds and its idempotency claim."""
-    await state.call_sink.record(outcome)
-    events.attempt_moved_on(state)
+    await pipeline.call_sink.record(outcome)
+    events.attempt_moved_on(pipeline.metrics)
     if call.hold is not None or call.claim is not None:
-        await _follow_attempt(state, call)
+        await _follow_attempt(pipeline, call)
 
 
-async def _follow_attempt(state: Any, call: PreparedCall) -> None:
+async def _follow_attempt(pipeline: Pipeline, call: PreparedCall) -> None:
     """Recovery's record follows the call to the attempt now under way: should the replica die in
     it, the `abandoned` record names that attempt, its model and its credential, not the first's."""
     record = recovery_record(call)
     if call.hold is not None:
-        async with state.engine.begin() as conn:
+        async with pipeline.engine.begin() as conn:
             await limits_ledger.remember_call(conn, call.call_id, record)
     if call.claim is not None:
-        await state.idempotency.attach(call.claim, record)
+        await pipeline.idempotency.attach(call.claim, record)
 
 
 async def settle(
-    state: Any, call: PreparedCall, outcome: CallOutcome, stored: StoredResponse | None = None
+    pipeline: Pipeline, call: PreparedCall, outcome: CallOutcome, stored: StoredResponse | None = None
 ) -> None:
     """The record, the limits' settlement and the idempotent answer (`stored`; None releases the key),
     committed together; returns once they are."""
@@ -167,10 +167,12 @@ async def settle(
         )
     cost: int | None = None  # the record's, once committed (metrics and the access record)
     try:
-        cost = await state.call_sink.record(outcome, settlement)
+        cost = await pipeline.call_sink.record(outcome, settlement)
     finally:
-        events.call_settled(state, call, outcome, cost)
+        events.call_settled(pipeline.metrics, pipeline.catalog.by_key, call, outcome, cost)
+        if call.hold is not None and cost and pipeline.webhooks is not None:
+            pipeline.webhooks.cost_settled(call.hold.limits)  # budget thresholds, checked off the call
         if call.hold is not None:
             await call.hold.stop()
         if call.claim is not None:
-            await state.idempotency.forget(call.claim)
+            await pipeline.idempotency.forget(call.claim)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import anyio
 import orjson
@@ -22,6 +21,7 @@ from switchboard.llm.outcomes import (
     estimate_answer_usage,
     estimate_usage,
 )
+from switchboard.llm.services import Pipeline
 from switchboard.llm.sse_response import SSEResponse
 from switchboard.metering.outcome import CallStatus
 from switchboard.observability import events as telemetry
@@ -68,9 +68,9 @@ class _JSONReply(Response):
         ]
 
 
-async def _target(state: Any, call: PreparedCall, route: Route) -> UpstreamTarget:
-    secret = await state.credentials.reveal(call.credential)
-    settings, routing = state.settings, route.settings
+async def _target(pipeline: Pipeline, call: PreparedCall, route: Route) -> UpstreamTarget:
+    secret = await pipeline.credentials.reveal(call.credential)
+    settings, routing = pipeline.settings, route.settings
     # The route's timeouts where tighter than the deployment's: the upstream applies them itself.
     first_byte = routing.first_byte_timeout_s
     connect = routing.connect_timeout_s
@@ -101,35 +101,36 @@ def _attempt_kind(kind: str, provider: str) -> str:
     return kind
 
 
-async def _ask_json(state: Any, call: PreparedCall, kind: str, route: Route) -> UpstreamReply:
+async def _ask_json(pipeline: Pipeline, call: PreparedCall, kind: str, route: Route) -> UpstreamReply:
     """One attempt at a non-streamed answer, with the attempt's model and credential."""
-    target = await _target(state, call, route)
+    target = await _target(pipeline, call, route)
     kind = _attempt_kind(kind, call.model.provider)
     if kind == "embeddings":
-        reply: UpstreamReply = await state.upstream.embeddings(target, call.body)
+        reply: UpstreamReply = await pipeline.upstream.embeddings(target, call.body)
     elif kind == "completions":
-        reply = await state.upstream.completions(target, call.body)
+        reply = await pipeline.upstream.completions(target, call.body)
     elif kind == "completions_over_chat":
-        reply = text_completion_reply(await state.upstream.chat(target, chat_body(call.body)))
+        reply = text_completion_reply(await pipeline.upstream.chat(target, chat_body(call.body)))
     elif kind == "responses":
-        reply = await state.upstream.native.json(target, OPENAI_RESPONSES, call.body)
+        reply = await pipeline.upstream.native.json(target, OPENAI_RESPONSES, call.body)
     elif kind == "responses_over_chat":
-        chat = await state.upstream.chat(target, responses_request.chat_body(call.body))
+        chat = await pipeline.upstream.chat(target, responses_request.chat_body(call.body))
         reply = response_reply(chat, call.body)
     elif kind == "messages":
-        reply = await state.upstream.native.json(target, ANTHROPIC_MESSAGES, call.body, call.provider_headers)
+        native = pipeline.upstream.native
+        reply = await native.json(target, ANTHROPIC_MESSAGES, call.body, call.provider_headers)
     elif kind == "messages_over_chat":
         chat_request = messages_request.chat_body(call.body, _model_max(call))
-        reply = message_reply(await state.upstream.chat(target, chat_request))
+        reply = message_reply(await pipeline.upstream.chat(target, chat_request))
     else:
-        reply = await state.upstream.chat(target, call.body)
+        reply = await pipeline.upstream.chat(target, call.body)
     return reply
 
 
-async def relay_json(state: Any, call: PreparedCall, kind: str) -> Response:
+async def relay_json(pipeline: Pipeline, call: PreparedCall, kind: str) -> Response:
     """Non-streamed chat completion or embeddings: one JSON body, recorded before it is sent."""
-    attempts = Attempts(state, call)
-    reply = await attempts.walk(lambda: _ask_json(state, call, kind, attempts.route))
+    attempts = Attempts(pipeline, call)
+    reply = await attempts.walk(lambda: _ask_json(pipeline, call, kind, attempts.route))
     attempts.done()
     usage, error_code = reply.usage, None
     if usage is None:  # an answer the client got and the provider did not count: never free
@@ -139,8 +140,8 @@ async def relay_json(state: Any, call: PreparedCall, kind: str) -> Response:
     if call.claim is not None:
         stored = stored_from(200, {**headers, "content-type": "application/json"}, reply.body)
     # Record, limit settlement and replayable answer in one transaction, before the answer goes out.
-    await settle(state, call, build_outcome(call, status="ok", usage=usage, error_code=error_code), stored)
-    state.credentials.touch(call.credential)
+    await settle(pipeline, call, build_outcome(call, status="ok", usage=usage, error_code=error_code), stored)
+    pipeline.credentials.touch(call.credential)
     return _JSONReply(reply.body, headers)
 
 
@@ -175,42 +176,44 @@ def _ending(stream: UpstreamStream) -> bytes:
     return stream.end if isinstance(stream, SurfaceStream) else DONE
 
 
-def _open_stream(state: Any, target: UpstreamTarget, call: PreparedCall, kind: str) -> UpstreamStream:
+def _open_stream(pipeline: Pipeline, target: UpstreamTarget, call: PreparedCall, kind: str) -> UpstreamStream:
     kind = _attempt_kind(kind, call.model.provider)
     if kind == "completions":
-        stream: UpstreamStream = state.upstream.completions_stream(target, call.body)
+        stream: UpstreamStream = pipeline.upstream.completions_stream(target, call.body)
         return stream
     if kind == "completions_over_chat":
-        return TextCompletionStream(state.upstream.chat_stream(target, chat_body(call.body)))
+        return TextCompletionStream(pipeline.upstream.chat_stream(target, chat_body(call.body)))
     if kind == "responses":
-        return RelayedResponses(state.upstream.native.stream(target, OPENAI_RESPONSES, call.body))
+        return RelayedResponses(pipeline.upstream.native.stream(target, OPENAI_RESPONSES, call.body))
     if kind == "responses_over_chat":
-        chat = state.upstream.chat_stream(target, responses_request.chat_body(call.body))
+        chat = pipeline.upstream.chat_stream(target, responses_request.chat_body(call.body))
         return ResponsesStream(chat, call.body)
     if kind == "messages":
-        native = state.upstream.native.stream(target, ANTHROPIC_MESSAGES, call.body, call.provider_headers)
+        native = pipeline.upstream.native.stream(target, ANTHROPIC_MESSAGES, call.body, call.provider_headers)
         return HeldStop(native)
     if kind == "messages_over_chat":
         chat_request = messages_request.chat_body(call.body, _model_max(call))
-        return MessagesStream(state.upstream.chat_stream(target, chat_request))
-    stream = state.upstream.chat_stream(target, call.body)
+        return MessagesStream(pipeline.upstream.chat_stream(target, chat_request))
+    stream = pipeline.upstream.chat_stream(target, call.body)
     return stream
 
 
 async def _ask_stream(
-    state: Any, call: PreparedCall, kind: str, route: Route
+    pipeline: Pipeline, call: PreparedCall, kind: str, route: Route
 ) -> tuple[UpstreamStream, StreamEvent | None]:
     """One attempt at a stream, up to its first event: nothing has reached the client before it."""
-    target = await _target(state, call, route)
-    stream = _open_stream(state, target, call, kind)
+    target = await _target(pipeline, call, route)
+    stream = _open_stream(pipeline, target, call, kind)
     return stream, await anext(stream, None)
 
 
-async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: str = "chat") -> SSEResponse:
+async def relay_stream(
+    pipeline: Pipeline, call: PreparedCall, wants_usage: bool, kind: str = "chat"
+) -> SSEResponse:
     """Streamed completion: errors before the first chunk are plain JSON errors (raised), after
     every attempt the plan allows."""
-    attempts = Attempts(state, call)
-    stream, first = await attempts.walk(lambda: _ask_stream(state, call, kind, attempts.route))
+    attempts = Attempts(pipeline, call)
+    stream, first = await attempts.walk(lambda: _ask_stream(pipeline, call, kind, attempts.route))
     ttft_ms = int((time.perf_counter() - call.started) * 1000)
 
     sent: list[bytes] = []  # kept only for an Idempotency-Key, whose retry replays these bytes
@@ -240,7 +243,7 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
                 ttft_ms=ttft_ms,
                 usage_estimated=estimated,
             )
-            await settle(state, call, outcome, stored)
+            await settle(pipeline, call, outcome, stored)
 
     async def never_started() -> None:
         # The client left after the provider's first event, before the response began: the provider
@@ -252,7 +255,7 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
         error_code: str | None = None
         failure: Exception | None = None  # after the first byte: never another attempt (SPEC §14)
         relayed = 0  # chunks handed to the client, for an estimate if the stream ends uncounted
-        telemetry.stream_opened(state)
+        telemetry.stream_opened(pipeline.metrics)
         try:
             event = first
             while event is not None:
@@ -275,7 +278,7 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
             outcome_status, error_code = "error", error_code_of(error)
             failure = error
         finally:
-            telemetry.stream_closed(state)
+            telemetry.stream_closed(pipeline.metrics)
             await finish(outcome_status, error_code, failure, relayed)
         # The record, the limits' settlement and the replayable answer are committed (above)
         # before the stream's last event goes out: [DONE], a surface's own last event, or the
@@ -283,7 +286,7 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
         if failure is not None:
             yield stream.error_event(failure) if isinstance(stream, SurfaceStream) else _error_event(failure)
             return
-        state.credentials.touch(call.credential)
+        pipeline.credentials.touch(call.credential)
         yield _ending(stream)
 
     headers = gateway_headers(call)

@@ -99,19 +99,19 @@ async def embeddings(request: Request, principal: CurrentPrincipal) -> Response:
 
 async def _model_call(handler: Handler, request: Request, principal: Principal) -> Response:
     # POSTs normally take llm/fast_routes.py; these routes document them and serve a mounted app.
-    state, headers, path = request.app.state, request.headers, request.url.path
+    pipeline, headers, path = request.app.state.pipeline, request.headers, request.url.path
     return await handler(
-        state, principal, headers, path, service.request_id_of(request), await request.body()
+        pipeline, principal, headers, path, service.request_id_of(request), await request.body()
     )
 
 
 @router.get("/models", operation_id="listModels_LLM")
 async def list_models(request: Request, principal: CurrentPrincipal) -> dict[str, Any]:
-    return await service.list_models(request.app.state, principal, request.headers)
+    return await service.list_models(request.app.state.pipeline, principal, request.headers)
 
 
 @router.get("/models/{model:path}", operation_id="getModel_LLM")
 async def get_model(
     request: Request, principal: CurrentPrincipal, model: Annotated[str, Path(max_length=256)]
 ) -> dict[str, Any]:
-    return await service.get_model(request.app.state, principal, request.headers, model)
+    return await service.get_model(request.app.state.pipeline, principal, request.headers, model)

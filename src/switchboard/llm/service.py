@@ -28,6 +28,7 @@ from switchboard.llm.request_body import (
     client_wants_usage,
     parse_json_object,
 )
+from switchboard.llm.services import Pipeline
 from switchboard.surfaces import messages_request, responses_request
 
 
@@ -36,27 +37,27 @@ def request_id_of(request: Request) -> str:
 
 
 async def chat_completions(
-    state: Any, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
+    pipeline: Pipeline, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
 ) -> Response:
     body = parse_json_object(raw)
     stream = check_chat_body(body)
-    call = _CallRequest(state, principal, headers, path, request_id, raw, body)
+    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body)
     return await _call(call, "chat.completions", stream, client_wants_usage(body))
 
 
 async def completions(
-    state: Any, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
+    pipeline: Pipeline, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
 ) -> Response:
     """The legacy text-completion API, relayed to `openai`, over chat for other kinds."""
     body = parse_json_object(raw)
     check_completions_body(body)
     stream = check_generation_fields(body)
-    call = _CallRequest(state, principal, headers, path, request_id, raw, body)
+    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body)
     return await _call(call, "completions", stream, client_wants_usage(body))
 
 
 async def responses(
-    state: Any, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
+    pipeline: Pipeline, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
 ) -> Response:
     """OpenAI's Responses API (SPEC §16), relayed to `openai`, over chat for other kinds."""
     body = parse_json_object(raw)
@@ -66,12 +67,12 @@ async def responses(
         if call.agent_id is not None:
             call.body = responses_request.from_agent(call.body)
 
-    call = _CallRequest(state, principal, headers, path, request_id, raw, body, prepared)
+    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body, prepared)
     return await _call(call, "responses", stream, False)
 
 
 async def messages(
-    state: Any, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
+    pipeline: Pipeline, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
 ) -> Response:
     """Anthropic's Messages API (SPEC §16), relayed to `anthropic`, over chat for other kinds."""
     body = parse_json_object(raw)
@@ -85,16 +86,16 @@ async def messages(
         if call.model.provider != "anthropic":
             messages_request.chat_body(call.body)  # refused before anything runs, as below
 
-    call = _CallRequest(state, principal, headers, path, request_id, raw, body, prepared)
+    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body, prepared)
     return await _call(call, "messages", stream, False)
 
 
 async def embeddings(
-    state: Any, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
+    pipeline: Pipeline, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
 ) -> Response:
     body = parse_json_object(raw)
     check_embeddings_body(body)
-    call = _CallRequest(state, principal, headers, path, request_id, raw, body)
+    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body)
     return await _call(call, "embeddings", False, False)
 
 
@@ -102,7 +103,7 @@ async def embeddings(
 class _CallRequest:
     """What a /v1 model call arrived with, whichever way it was routed (fast path or framework)."""
 
-    state: Any
+    pipeline: Pipeline
     principal: Principal
     headers: Headers
     path: str
@@ -114,17 +115,17 @@ class _CallRequest:
 
 
 async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage: bool) -> Response:
-    state = request.state
-    state.db_outage.check()  # a call that could not be metered is not made (503, Retry-After)
+    pipeline = request.pipeline
+    pipeline.db_outage.check()  # a call that could not be metered is not made (503, Retry-After)
     # A retry replays what the first call answered, whatever has changed since (a credential removed…).
-    claim = await claim_or_replay(state, request.principal, request.headers, request.path, request.raw)
+    claim = await claim_or_replay(pipeline, request.principal, request.headers, request.path, request.raw)
     if isinstance(claim, Response):
         return claim
     kind = _RELAY_KINDS[endpoint]
     try:
-        async with SessionOnDemand(state.sessionmaker, state.engine) as sessions:
+        async with SessionOnDemand(pipeline.sessionmaker, pipeline.engine) as sessions:
             call = await prepare_call(
-                state=state,
+                pipeline=pipeline,
                 sessions=sessions,
                 principal=request.principal,
                 headers=request.headers,
@@ -139,14 +140,14 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
         if over_chat is not None and call.model.provider != "openai":
             over_chat(call.body)  # what this provider cannot be asked is refused before anything runs
         call.claim = claim
-        await ledger.begin(state, call)  # limits: 402/429 here, before the provider is called
+        await ledger.begin(pipeline, call)  # limits: 402/429 here, before the provider is called
     except BaseException:
         if claim is not None:
-            await state.idempotency.release(claim)  # nothing ran: a retry may try again
+            await pipeline.idempotency.release(claim)  # nothing ran: a retry may try again
         raise
     if stream:
-        return await relay_stream(state, call, wants_usage, kind)
-    return await relay_json(state, call, kind)
+        return await relay_stream(pipeline, call, wants_usage, kind)
+    return await relay_json(pipeline, call, kind)
 
 
 # How each endpoint's call reaches the provider (llm/relay.py); `completions` turns into
@@ -166,15 +167,17 @@ def _model_object(model_id: str, owned_by: str) -> dict[str, Any]:
     return {"id": model_id, "object": "model", "created": 0, "owned_by": owned_by}
 
 
-async def _usable_ids(state: Any, principal: Principal, headers: Headers) -> tuple[dict[str, str], set[str]]:
+async def _usable_ids(
+    pipeline: Pipeline, principal: Principal, headers: Headers
+) -> tuple[dict[str, str], set[str]]:
     """Every selector the caller can use right now, mapped to its owner, in catalog order."""
-    catalog: Catalog = state.catalog
+    catalog: Catalog = pipeline.catalog
     room_raw = headers.get("x-working-group-id")
     try:
         room_id = uuid.UUID(room_raw) if room_raw else principal.acting_as
     except ValueError:
         raise BadRequest("X-Working-Group-Id must be a UUID", param="X-Working-Group-Id") from None
-    providers = set((await state.credentials.in_reach(principal, room_id)).keys())
+    providers = set((await pipeline.credentials.in_reach(principal, room_id)).keys())
     usable: dict[str, str] = {}
     for entry in catalog.models:
         if entry.provider in providers:
@@ -193,13 +196,13 @@ async def _usable_ids(state: Any, principal: Principal, headers: Headers) -> tup
     return usable, providers
 
 
-async def list_models(state: Any, principal: Principal, headers: Headers) -> dict[str, Any]:
-    usable, _ = await _usable_ids(state, principal, headers)
+async def list_models(pipeline: Pipeline, principal: Principal, headers: Headers) -> dict[str, Any]:
+    usable, _ = await _usable_ids(pipeline, principal, headers)
     return {"object": "list", "data": [_model_object(mid, owner) for mid, owner in usable.items()]}
 
 
-async def get_model(state: Any, principal: Principal, headers: Headers, model: str) -> dict[str, Any]:
-    usable, providers = await _usable_ids(state, principal, headers)
+async def get_model(pipeline: Pipeline, principal: Principal, headers: Headers, model: str) -> dict[str, Any]:
+    usable, providers = await _usable_ids(pipeline, principal, headers)
     if model in usable:
         return _model_object(model, usable[model])
     selector = parse_selector(model)

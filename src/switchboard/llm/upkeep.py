@@ -19,6 +19,7 @@ from typing import Any
 from switchboard.idempotency.service import IdempotencyStore
 from switchboard.kit.clock import utcnow
 from switchboard.limits import ledger
+from switchboard.llm.services import Pipeline
 from switchboard.metering.outcome import CallOutcome, Settlement
 from switchboard.metering.spool import outcome_from_json
 
@@ -37,16 +38,16 @@ def _abandoned(record: dict[str, Any]) -> CallOutcome:
     return outcome_from_json({**record, "occurred_at": utcnow().isoformat()})
 
 
-async def upkeep(state: Any) -> int:
+async def upkeep(pipeline: Pipeline) -> int:
     """Renews live holds, reloads the limits and recovers every dead call found; returns how many
     records it wrote."""
-    if len(state.hold_leases):
-        async with state.engine.begin() as conn:
-            await state.hold_leases.renew(conn)
+    if len(pipeline.hold_leases):
+        async with pipeline.engine.begin() as conn:
+            await pipeline.hold_leases.renew(conn)
     now = utcnow()
     # One checkout for all three reads: an idle process holds no more connections than before.
-    async with state.engine.connect() as conn:
-        await state.limits.reload(conn)
+    async with pipeline.engine.connect() as conn:
+        await pipeline.limits.reload(conn)
         dead_holds = await ledger.dead_calls(conn, now)
         dead_claims = await IdempotencyStore.dead_calls(conn, now)
     written = 0
@@ -54,23 +55,23 @@ async def upkeep(state: Any) -> int:
         if record is None:
             continue
         settlement = Settlement(call_id=call_id, abandoned=True, record_id=abandoned_record_id(call_id))
-        await state.call_sink.record(_abandoned(record), settlement)
+        await pipeline.call_sink.record(_abandoned(record), settlement)
         written += 1
     for claim, record in dead_claims:
         call_id = str(record.get("call_id") or claim.token)
         settlement = Settlement(claim=claim, abandoned=True, record_id=abandoned_record_id(call_id))
-        await state.call_sink.record(_abandoned(record), settlement)
+        await pipeline.call_sink.record(_abandoned(record), settlement)
         written += 1
     return written
 
 
-async def upkeep_forever(state: Any, interval: float) -> None:
+async def upkeep_forever(pipeline: Pipeline, interval: float) -> None:
     while True:
         await asyncio.sleep(interval)
-        if state.db_outage.down:
+        if pipeline.db_outage.down:
             continue
         try:
-            await upkeep(state)
+            await upkeep(pipeline)
         except Exception:
             log.warning(
                 "the pipeline's upkeep failed (limits reload, crash recovery); retrying", exc_info=True

@@ -4,8 +4,7 @@ attempt started / attempt failed (llm/attempts.py), answer read (upstream/client
 finish reasons, for tracing only), attempt moved on from (ledger.record_attempt),
 limit refused (ledger.begin), stream opened / closed (llm/relay.py), call settled (ledger.settle,
 every ending of every surface), usage batch written (metering/writer.py). Each does the least it
-can: the metrics' children are resolved once per label set, tracing is one flag when it is off,
-webhooks (webhooks/hub.py) a set lookup when no webhook wants the event.
+can: the metrics' children are resolved once per label set, tracing is one flag when it is off.
 """
 
 from __future__ import annotations
@@ -13,24 +12,21 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any
 
-from switchboard.errors import LimitRefused, UpstreamCredentialRejected, error_code_of
+from switchboard.errors import error_code_of
 from switchboard.observability import finish, tracing
+from switchboard.observability.attempt import AttemptFacts
 from switchboard.observability.metrics import Metrics
 from switchboard.observability.request import CURRENT
 
 if TYPE_CHECKING:
-    from switchboard.llm.context import PreparedCall
     from switchboard.metering.outcome import CallOutcome
     from switchboard.upstream.types import UpstreamStream
 
 # The usage writer knows no app state; lifecycle.py tells this module whose metrics it feeds.
 _WRITERS: weakref.WeakKeyDictionary[Any, Metrics] = weakref.WeakKeyDictionary()
-
-
-def _metrics(state: Any) -> Metrics | None:
-    return getattr(state, "metrics", None)
 
 
 def error_type_of(outcome: CallOutcome) -> str:
@@ -42,24 +38,18 @@ def error_type_of(outcome: CallOutcome) -> str:
     return outcome.error_code or outcome.status
 
 
-def attempt_started(call: PreparedCall) -> None:
+def attempt_started(call: AttemptFacts) -> None:
     if tracing.ON:
         request = CURRENT.get()
         if request is not None:
             tracing.start_attempt(request, call)
 
 
-def attempt_failed(state: Any, call: PreparedCall, error: BaseException) -> None:
+def attempt_failed(metrics: Metrics | None, call: AttemptFacts, error: BaseException) -> None:
     """A provider attempt ended in `error` (before or after its first byte); not the client leaving."""
     if isinstance(error, asyncio.CancelledError):
         return
-    if (
-        isinstance(error, UpstreamCredentialRejected)
-        and (hub := getattr(state, "webhooks", None)) is not None
-    ):
-        hub.credential_rejected(call)
     kind = error_code_of(error)
-    metrics = _metrics(state)
     if metrics is not None:
         metrics.upstream_error(call.model.provider, kind)
     if tracing.ON:
@@ -102,29 +92,22 @@ def answer_finished(reasons: list[str]) -> None:
             tracing.finish_reasons(request, reasons)
 
 
-def attempt_moved_on(state: Any) -> None:
-    metrics = _metrics(state)
+def attempt_moved_on(metrics: Metrics | None) -> None:
     if metrics is not None:
         metrics.fallbacks.inc()
 
 
-def limit_refused(state: Any, call: PreparedCall, error: LimitRefused) -> None:
-    metrics = _metrics(state)
+def limit_refused(metrics: Metrics | None) -> None:
     if metrics is not None:
         metrics.limit_rejections.inc()
-    hub = getattr(state, "webhooks", None)
-    if hub is not None:
-        hub.limit_refused(call, error)
 
 
-def stream_opened(state: Any) -> None:
-    metrics = _metrics(state)
+def stream_opened(metrics: Metrics | None) -> None:
     if metrics is not None:
         metrics.streams.inc()
 
 
-def stream_closed(state: Any) -> None:
-    metrics = _metrics(state)
+def stream_closed(metrics: Metrics | None) -> None:
     if metrics is not None:
         metrics.streams.dec()
 
@@ -140,12 +123,15 @@ def _count_classes(metrics: Metrics, outcome: CallOutcome) -> None:
             metrics.tokens_of(economy, token_class).inc(count)
 
 
-def call_settled(state: Any, call: PreparedCall, outcome: CallOutcome, cost: int | None) -> None:
+def call_settled(
+    metrics: Metrics | None,
+    listed: Container[str],
+    call: AttemptFacts,
+    outcome: CallOutcome,
+    cost: int | None,
+) -> None:
     """Every call's one ending: its duration, tokens and cost; its figures for the access record."""
     error_type = error_type_of(outcome)
-    if call.hold is not None and cost and (hub := getattr(state, "webhooks", None)) is not None:
-        hub.cost_settled(call.hold.limits)
-    metrics = _metrics(state)
     if metrics is not None:
         series = metrics.series(
             outcome.provider,
@@ -153,7 +139,7 @@ def call_settled(state: Any, call: PreparedCall, outcome: CallOutcome, cost: int
             outcome.endpoint,
             error_type,
             answered=outcome.status == "ok",
-            listed=state.catalog.by_key,
+            listed=listed,
         )
         series.duration.observe(outcome.latency_ms / 1000)
         if outcome.stream and outcome.ttft_ms is not None and not error_type:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from switchboard.observability.attempt import AttemptFacts
 from switchboard.observability.metrics import operation_of
 from switchboard.observability.request import RequestTelemetry
 
 if TYPE_CHECKING:
-    from switchboard.llm.context import PreparedCall
     from switchboard.metering.outcome import CallOutcome
 
 log = logging.getLogger("switchboard.tracing")
@@ -106,7 +106,7 @@ def end_server(request: RequestTelemetry, status: int) -> None:
     span.end()
 
 
-def start_attempt(request: RequestTelemetry, call: PreparedCall) -> None:
+def start_attempt(request: RequestTelemetry, call: AttemptFacts) -> None:
     """A CLIENT span for the attempt `call` now makes (its model, credential and number)."""
     if request.attempt_span is not None:
         _end_attempt(request, 0, 0)  # the attempt before, failed: its record carries no tokens
