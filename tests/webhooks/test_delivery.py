@@ -14,7 +14,7 @@ from tests.webhooks.conftest import create_webhook, deliveries, flush
 def test_a_test_event_arrives_signed_as_standard_webhooks_says(
     hooks_gateway: Gateway, admin: User, receiver: WebhookReceiver
 ) -> None:
-    hook = create_webhook(hooks_gateway.url, admin, receiver, ["audit.event"])
+    hook = create_webhook(hooks_gateway.url, admin, receiver, ["limit.refused"])
     queued = admin.client.post(f"/webhooks/{hook['id']}/test")
     assert queued.status_code == 202, queued.text
     [delivery] = receiver.wait_for(hook["path"], 1)
@@ -40,8 +40,8 @@ def test_a_wrong_secret_does_not_verify(
     hooks_gateway: Gateway, admin: User, receiver: WebhookReceiver
 ) -> None:
     """The receiver's check can fail: a delivery checked under another webhook's secret is refused."""
-    first = create_webhook(hooks_gateway.url, admin, receiver, ["audit.event"])
-    second = create_webhook(hooks_gateway.url, admin, receiver, ["audit.event"])
+    first = create_webhook(hooks_gateway.url, admin, receiver, ["limit.refused"])
+    second = create_webhook(hooks_gateway.url, admin, receiver, ["limit.refused"])
     receiver.secrets[first["path"]] = second["secret"]
     admin.client.post(f"/webhooks/{first['id']}/test")
     [delivery] = receiver.wait_for(first["path"], 1)
@@ -51,7 +51,7 @@ def test_a_wrong_secret_does_not_verify(
 def test_a_failed_attempt_is_retried_with_the_same_webhook_id(
     hooks_gateway: Gateway, admin: User, receiver: WebhookReceiver
 ) -> None:
-    hook = create_webhook(hooks_gateway.url, admin, receiver, ["audit.event"])
+    hook = create_webhook(hooks_gateway.url, admin, receiver, ["limit.refused"])
     receiver.statuses[hook["path"]] = [500]
     admin.client.post(f"/webhooks/{hook['id']}/test")
     first, second = receiver.wait_for(hook["path"], 2)
@@ -67,7 +67,7 @@ def test_a_failed_attempt_is_retried_with_the_same_webhook_id(
 def test_a_failing_receiver_leaves_the_delivery_pending_with_its_error(
     hooks_gateway: Gateway, admin: User, receiver: WebhookReceiver
 ) -> None:
-    hook = create_webhook(hooks_gateway.url, admin, receiver, ["audit.event"])
+    hook = create_webhook(hooks_gateway.url, admin, receiver, ["limit.refused"])
     receiver.statuses[hook["path"]] = [503] * 1000
     admin.client.post(f"/webhooks/{hook['id']}/test")
     receiver.wait_for(hook["path"], 2)

@@ -36,7 +36,7 @@ def test_a_pending_delivery_is_sent_after_a_restart(
     config = webhooks_config(fake_provider.base_url)
     first = make_gateway(config=config, env=env, database_url=database)
     admin = first.user(role="Admin")
-    hook = create_webhook(first.url, admin, receiver, ["audit.event"])
+    hook = create_webhook(first.url, admin, receiver, ["limit.refused"])
     receiver.statuses[hook["path"]] = [503] * 10_000  # down until the restart
     assert admin.client.post(f"/webhooks/{hook['id']}/test").status_code == 202
     [refused, *_] = receiver.wait_for(hook["path"], 1)
@@ -66,7 +66,7 @@ def test_a_private_address_is_refused_at_connect_time_without_the_setting(
     path = new_path()
     port = urlsplit(receiver.base_url).port
     response = post_webhook(
-        lenient.url, admin, {"url": f"https://127.0.0.1:{port}{path}", "events": ["audit.event"]}
+        lenient.url, admin, {"url": f"https://127.0.0.1:{port}{path}", "events": ["limit.refused"]}
     )
     assert response.status_code == 201
     hook_id = response.json()["id"]
@@ -88,7 +88,7 @@ def test_a_private_address_is_refused_at_connect_time_without_the_setting(
 def test_the_purge_keeps_what_is_pending_recent_or_of_a_total_window(
     hooks_gateway: Gateway, admin: User, receiver: WebhookReceiver
 ) -> None:
-    hook = create_webhook(hooks_gateway.url, admin, receiver, ["audit.event"])
+    hook = create_webhook(hooks_gateway.url, admin, receiver, ["limit.refused"])
     old = datetime.now(UTC) - timedelta(days=45)
     ids = {name: uuid.uuid4() for name in ("old_done", "old_pending", "recent_done")}
     subject = uuid.uuid4().hex

@@ -42,7 +42,7 @@ def test_each_event_is_delivered_once_by_two_replicas(
     with two_replicas(databases, tmp_path, webhooks_config(fake_provider.base_url)) as (_, urls):
         created = httpx.post(
             f"{urls[0]}/webhooks",
-            json={"url": receiver.base_url + path, "events": ["audit.event"]},
+            json={"url": receiver.base_url + path, "events": ["limit.refused"]},
             headers=auth,
             timeout=30,
         )

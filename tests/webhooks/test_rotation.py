@@ -28,7 +28,7 @@ def test_after_rotation_deliveries_are_signed_with_only_the_new_key_configured(
         config=config, database_url=database, env={"SWITCHBOARD_ENCRYPTION_KEYS": _spec(("k1", old))}
     )
     admin = before.user(role="Admin")
-    hook = create_webhook(before.url, admin, receiver, ["audit.event"])
+    hook = create_webhook(before.url, admin, receiver, ["limit.refused"])
     before.stop()
     rotated = _cli_rotate(database, tmp_path, _spec(("k2", new), ("k1", old)))
     assert rotated.returncode == 0, rotated.stderr
