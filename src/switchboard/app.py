@@ -40,6 +40,7 @@ DOMAINS = (
     "catalog",
     "metering",
     "observability",  # after metering: its usage writer feeds the metrics too
+    "cache",  # after credentials (its key ring) and observability (its counter)
     "limits",
     "auth",
     "groups",

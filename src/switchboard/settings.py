@@ -81,6 +81,8 @@ class Settings:
     # replica's are recovered (an `abandoned` record, the key and the reservation freed) once it ends.
     lease_seconds: float = 30.0
     usage_queue_size: int = 10_000
+    # The response cache's bound on its stored (sealed) entries; past it the oldest go (SPEC §23).
+    cache_max_mb: float = 256.0
     # Raw usage records older than this many days are deleted (hourly rollups kept); None keeps all.
     usage_retention_days: int | None = None
     migrate_on_start: bool = True
@@ -93,6 +95,12 @@ class Settings:
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+
+def _cache_max_mb(value: float) -> float:
+    if not value > 0:
+        raise SettingsError("SWITCHBOARD_CACHE_MAX_MB must be a number above 0")
+    return value
 
 
 def _pool_size(value: float) -> int:
@@ -329,6 +337,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         lease_seconds=number("LEASE_SECONDS", 30.0),
         database_pool_size=_pool_size(number("DATABASE_POOL_SIZE", 10)),
         usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
+        cache_max_mb=_cache_max_mb(number("CACHE_MAX_MB", 256.0)),
         usage_retention_days=_retention_days(get("USAGE_RETENTION_DAYS")),
         migrate_on_start=_bool(get("MIGRATE_ON_START"), default=True),
         debug=_bool(get("DEBUG")),

@@ -12,6 +12,7 @@ DOMAIN_MODEL_MODULES = (
     "switchboard.metering.models",
     "switchboard.agents.models",
     "switchboard.limits.models",
+    "switchboard.cache.models",
 )
 
 

@@ -10,6 +10,8 @@ import anyio
 import orjson
 from starlette.responses import Response
 
+from switchboard.cache.remember import remember_json, remember_stream
+from switchboard.cache.request import HEADER as CACHE_HEADER
 from switchboard.errors import SwitchboardError, error_code_of
 from switchboard.llm.attempts import ATTEMPTS_HEADER, Attempts
 from switchboard.llm.completions import TextCompletionStream, chat_body, text_completion_reply
@@ -51,6 +53,8 @@ def gateway_headers(call: PreparedCall) -> dict[str, str]:
     }
     if call.hold is not None:
         headers.update(call.hold.headers)
+    if call.cache is not None:
+        headers[CACHE_HEADER] = "miss"  # a hit says so itself (cache/service.py)
     return headers
 
 
@@ -140,6 +144,8 @@ async def relay_json(state: Any, call: PreparedCall, kind: str) -> Response:
         stored = stored_from(200, {**headers, "content-type": "application/json"}, reply.body)
     # Record, limit settlement and replayable answer in one transaction, before the answer goes out.
     await settle(state, call, build_outcome(call, status="ok", usage=usage, error_code=error_code), stored)
+    if call.cache is not None and error_code is None:  # an answer the provider counted: complete
+        await remember_json(state, call, reply.body, usage)
     state.credentials.touch(call.credential)
     return _JSONReply(reply.body, headers)
 
@@ -214,6 +220,7 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
     ttft_ms = int((time.perf_counter() - call.started) * 1000)
 
     sent: list[bytes] = []  # kept only for an Idempotency-Key, whose retry replays these bytes
+    kept: list[StreamEvent] | None = [] if call.cache is not None else None  # every event, for the cache
 
     async def finish(
         outcome_status: CallStatus, error_code: str | None, failure: Exception | None, relayed: int
@@ -241,6 +248,9 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
                 usage_estimated=estimated,
             )
             await settle(state, call, outcome, stored)
+            # Only a complete answer the provider counted is kept: not an error, a cancel or an estimate.
+            if kept is not None and outcome_status == "ok" and error_code is None and usage is not None:
+                await remember_stream(state, call, kept, _ending(stream), usage)
 
     async def never_started() -> None:
         # The client left after the provider's first event, before the response began: the provider
@@ -259,6 +269,8 @@ async def relay_stream(state: Any, call: PreparedCall, wants_usage: bool, kind: 
                 # What arrived together goes out in one write: one send per provider read, not per event.
                 arrived = (event, *stream.ready())
                 relayed += len(arrived)
+                if kept is not None:
+                    kept.extend(arrived)
                 data = b"".join(e.data for e in arrived if wants_usage or not e.is_usage_only)
                 if data:
                     if call.claim is not None:

@@ -12,6 +12,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 
 from switchboard.auth.principal import Principal
+from switchboard.cache import service as cache
 from switchboard.catalog.catalog import Catalog
 from switchboard.catalog.selectors import parse_selector
 from switchboard.db.on_demand import SessionOnDemand
@@ -138,12 +139,15 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
         over_chat = _OVER_CHAT.get(kind)
         if over_chat is not None and call.model.provider != "openai":
             over_chat(call.body)  # what this provider cannot be asked is refused before anything runs
+        call.cache = await cache.lookup(state, call, request.headers)  # None unless caching applies
         call.claim = claim
         await ledger.begin(state, call)  # limits: 402/429 here, before the provider is called
     except BaseException:
         if claim is not None:
             await state.idempotency.release(claim)  # nothing ran: a retry may try again
         raise
+    if call.cache is not None and call.cache.hit is not None:
+        return await cache.serve_hit(state, call, wants_usage)
     if stream:
         return await relay_stream(state, call, wants_usage, kind)
     return await relay_json(state, call, kind)
