@@ -15,8 +15,11 @@ async def startup(app: FastAPI) -> None:
         app.state.credentials.keyring,
         int(settings.cache_max_mb * 1024 * 1024),
         metrics=getattr(app.state, "metrics", None),
+        transactions=app.state.write_transactions,
     )
 
 
 async def shutdown(app: FastAPI) -> None:
-    return None
+    store: CacheStore | None = getattr(app.state, "cache", None)
+    if store is not None:
+        store.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -13,7 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from switchboard.cache.entry import CachedAnswer, CorruptEntry, decode, encode
 from switchboard.cache.models import CachedAnswerRow
+from switchboard.cache.reader import SealedReader
 from switchboard.db.upsert import insert_for
+from switchboard.db.write_transaction import WriteTransactions
 from switchboard.kit.clock import utcnow
 from switchboard.kit.crypto import CryptoError, Keyring
 
@@ -40,8 +43,10 @@ class CacheStore:
         max_bytes: int,
         clock: Callable[[], datetime] = utcnow,
         metrics: Any = None,
+        transactions: WriteTransactions | None = None,
     ) -> None:
         self._engine = engine
+        self._reader = SealedReader(engine, transactions)
         self._keyring = keyring
         self.max_bytes = max_bytes
         self._clock = clock
@@ -54,11 +59,9 @@ class CacheStore:
             self._metrics.cache_lookups.labels(result).inc()
 
     async def get(self, key: bytes) -> CachedAnswer | None:
-        query = select(_TABLE.c.sealed).where(_TABLE.c.key == key, _TABLE.c.expires_at > self._clock())
         try:
-            async with self._engine.connect() as conn:
-                sealed = (await conn.execute(query)).scalar()
-        except (SQLAlchemyError, OSError) as exc:
+            sealed = await self._reader.read(key, self._clock())
+        except (SQLAlchemyError, OSError, sqlite3.Error) as exc:
             log.warning("response cache read failed: %s", type(exc).__name__)
             return None
         if sealed is None:
@@ -69,6 +72,9 @@ class CacheStore:
             # A key no longer configured, or bytes of another version: served as a miss, replaced.
             log.warning("a response cache entry cannot be opened: %s", exc)
             return None
+
+    def close(self) -> None:
+        self._reader.close()
 
     async def put(self, key: bytes, answer: CachedAnswer, ttl_s: int) -> None:
         sealed = self._keyring.seal(encode(answer), _associated(key))
