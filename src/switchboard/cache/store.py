@@ -52,11 +52,16 @@ class CacheStore:
         self._clock = clock
         self._insert = insert_for(engine.dialect.name)
         self._metrics = metrics
+        self._counters: dict[str, Any] = {}
 
     def counted(self, result: str) -> None:
-        """`switchboard_cache_lookups_total{result}`: hit or miss."""
-        if self._metrics is not None:
-            self._metrics.cache_lookups.labels(result).inc()
+        """`switchboard_cache_lookups_total{result}`: hit or miss (each child looked up once)."""
+        if self._metrics is None:
+            return
+        child = self._counters.get(result)
+        if child is None:
+            child = self._counters[result] = self._metrics.cache_lookups.labels(result)
+        child.inc()
 
     async def get(self, key: bytes) -> CachedAnswer | None:
         try:
