@@ -46,7 +46,7 @@ class CacheStore:
         transactions: WriteTransactions | None = None,
     ) -> None:
         self._engine = engine
-        self._reader = SealedReader(engine, transactions)
+        self._reader = SealedReader(engine, transactions, clock)
         self._keyring = keyring
         self.max_bytes = max_bytes
         self._clock = clock
