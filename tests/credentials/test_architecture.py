@@ -31,7 +31,9 @@ def _calls_on_keyring(method: str) -> list[str]:
 
 
 def test_only_reveal_decrypts_and_only_rotation_reseals() -> None:
-    assert _calls_on_keyring("open") == ["credentials/store.py:reveal"]
+    # The response cache seals its answers with the same key ring (SPEC §23) under associated data of
+    # its own purpose, so that it can open an answer and never a credential's secret.
+    assert _calls_on_keyring("open") == ["cache/store.py:get", "credentials/store.py:reveal"]
     assert _calls_on_keyring("reseal") == ["credentials/rotation.py:_rotate_batch"]
 
 
