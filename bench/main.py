@@ -90,6 +90,11 @@ def run(opts: Options) -> int:
 
             (profile.run if opts.profile else clients.run)(opts, upstream)
             return 0
+        if opts.cache_delta:
+            from bench import cache_delta
+
+            cache_delta.run(opts, upstream, opts.cache_delta)
+            return 0
         if opts.limits_delta:
             from bench import limits_delta
 

@@ -31,6 +31,7 @@ class Options:
     limits: bool = False
     # Rounds of phases with and without those limits in one gateway process (0: not asked for).
     limits_delta: int = 0
+    cache_delta: int = 0
     # The provider kinds the gateway's calls go to (each its own row; the upstream answers each in
     # its own wire format).
     providers: tuple[str, ...] = ("openai",)
@@ -91,6 +92,14 @@ def parse(argv: list[str] | None = None) -> Options:
         "phases without and with them, alternated A-B-B-A",
     )
     parser.add_argument(
+        "--cache-delta",
+        type=int,
+        default=0,
+        metavar="N",
+        help="time a response-cache hit against a relayed call of the same size: one gateway (one "
+        "worker), N rounds of phases of each, alternated A-B-B-A",
+    )
+    parser.add_argument(
         "--pg-admin-dsn",
         default="postgresql://postgres@127.0.0.1:5432/postgres",
         help="where a fresh database is created and dropped (trust auth by default)",
@@ -137,6 +146,7 @@ def parse(argv: list[str] | None = None) -> Options:
         pg_admin_dsn=args.pg_admin_dsn,
         limits=args.limits,
         limits_delta=args.limits_delta,
+        cache_delta=args.cache_delta,
         providers=providers,
         instructions=args.instructions,
         pool_sizes=args.pool_sizes,

@@ -22,6 +22,7 @@ from switchboard.auth import lifecycle as auth_lifecycle
 from switchboard.auth import router as auth_router
 from switchboard.auth.authenticator import Authenticator
 from switchboard.auth.tokens import TokenCodec
+from switchboard.cache import lifecycle as cache_lifecycle
 from switchboard.catalog import lifecycle as catalog_lifecycle
 from switchboard.console import router as console_router
 from switchboard.cors import v1_cors
@@ -67,6 +68,7 @@ LIFECYCLES: tuple[DomainLifecycle, ...] = (
     catalog_lifecycle,
     metering_lifecycle,
     observability_lifecycle,  # after metering: its usage writer feeds the metrics too
+    cache_lifecycle,  # after credentials (its key ring) and observability (its counter)
     limits_lifecycle,
     auth_lifecycle,
     agents_lifecycle,

@@ -83,12 +83,23 @@ class PriceOverride(PriceTier):
     above_200k: PriceTier | None = None  # every class of a call above 200,000 prompt tokens
 
 
+# The longest a cached answer is kept (SPEC §23), from the catalog or a request's header alike.
+MAX_CACHE_TTL_S = 7 * 24 * 3600
+
+
+class CacheEntry(_Strict):
+    """`cache:` on a model or an alias (SPEC §23): answers are kept and served again for `ttl_s`."""
+
+    ttl_s: int = Field(ge=1, le=MAX_CACHE_TTL_S)
+
+
 class ModelEntry(PriceOverride):
     provider: ProviderKind
     model: str = Field(min_length=1)
     tags: tuple[str, ...] = ()
     kind: Literal["chat", "embedding"] = "chat"
     routing: RoutingEntry | None = None
+    cache: CacheEntry | None = None
 
     @property
     def key(self) -> str:
@@ -130,12 +141,20 @@ class LimitEntry(_Strict):
     allow_unpriced: bool = False
 
 
+class AliasEntry(_Strict):
+    """An alias written as a mapping, for the settings an alias may carry: `{target, cache}`."""
+
+    target: str = Field(min_length=1)
+    cache: CacheEntry | None = None
+
+
 class GatewayConfig(_Strict):
     default_economy: str = "default"
     economies: tuple[EconomyEntry, ...] = ()
     limits: tuple[LimitEntry, ...] = ()
     models: tuple[ModelEntry, ...] = ()
-    aliases: dict[str, str] = Field(default_factory=dict)
+    # `name: provider/model`, or `name: {target: provider/model, cache: {ttl_s}}`.
+    aliases: dict[str, str | AliasEntry] = Field(default_factory=dict)
     default: tuple[str, ...] = ()
     deployment_credentials: tuple[DeploymentCredentialEntry, ...] = ()
     tools: tuple[str, ...] = ()

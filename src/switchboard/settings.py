@@ -83,6 +83,8 @@ class Settings:
     usage_queue_size: int = 10_000
     # A failed webhook delivery is tried again after this many seconds, then doubling (SPEC §22: ≤ 30).
     webhook_first_retry_seconds: float = 10.0
+    # The response cache's bound on its stored (sealed) entries; past it the oldest go (SPEC §23).
+    cache_max_mb: float = 256.0
     # Raw usage records older than this many days are deleted (hourly rollups kept); None keeps all.
     usage_retention_days: int | None = None
     # Audit events older than this many whole days are purged (a purge event stays); None keeps all.
@@ -97,6 +99,12 @@ class Settings:
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+
+def _cache_max_mb(value: float) -> float:
+    if not value > 0:
+        raise SettingsError("SWITCHBOARD_CACHE_MAX_MB must be a number above 0")
+    return value
 
 
 def _pool_size(value: float) -> int:
@@ -340,6 +348,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         database_pool_size=_pool_size(number("DATABASE_POOL_SIZE", 10)),
         usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
         webhook_first_retry_seconds=_first_retry(number("WEBHOOK_FIRST_RETRY_SECONDS", 10.0)),
+        cache_max_mb=_cache_max_mb(number("CACHE_MAX_MB", 256.0)),
         usage_retention_days=_retention_days(get("USAGE_RETENTION_DAYS")),
         audit_retention_days=_retention_days(get("AUDIT_RETENTION_DAYS"), "AUDIT_RETENTION_DAYS"),
         migrate_on_start=_bool(get("MIGRATE_ON_START"), default=True),

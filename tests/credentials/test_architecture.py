@@ -31,8 +31,14 @@ def _calls_on_keyring(method: str) -> list[str]:
 
 
 def test_only_reveal_decrypts_and_only_rotation_reseals() -> None:
-    # A webhook's signing secret (SPEC §22) has its own single path, to sign a delivery.
-    assert _calls_on_keyring("open") == ["credentials/store.py:reveal", "webhooks/secrets.py:open_secret"]
+    # A webhook's signing secret (SPEC §22) has its own single path, to sign a delivery. The response
+    # cache seals its answers with the same key ring (SPEC §23) under associated data of its own
+    # purpose, so that it can open an answer and never a credential's secret.
+    assert _calls_on_keyring("open") == [
+        "cache/store.py:get",
+        "credentials/store.py:reveal",
+        "webhooks/secrets.py:open_secret",
+    ]
     assert _calls_on_keyring("reseal") == [
         "credentials/rotation.py:_rotate_batch",
         "webhooks/secrets.py:reseal",

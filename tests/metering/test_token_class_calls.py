@@ -354,7 +354,8 @@ def test_exports_carry_the_classes_after_every_earlier_column(
     admin = gateway.user(role="Admin")
     csv_text = admin.client.get("/economies/default/usage/export", params={"format": "csv"}).text
     header = csv_text.splitlines()[0].split(",")
-    assert header[-4:] == ["cache_write_tokens", "cache_write_1h_tokens", "service_tier", "prices"]
+    classes = ["cache_write_tokens", "cache_write_1h_tokens", "service_tier", "prices"]
+    assert header[-5:] == [*classes, "cache_hit"]  # the response cache's column came after them
     assert header.index("attempt") < header.index("cache_write_tokens")  # new columns come last
     lines = admin.client.get("/economies/default/usage/export", params={"format": "ndjson"}).text
     [mine] = [orjson.loads(line) for line in lines.splitlines() if rid in line]

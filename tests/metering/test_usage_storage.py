@@ -68,6 +68,7 @@ def usage_row(user_id: uuid.UUID, **values: Any) -> dict[str, Any]:
         "cache_write_1h_tokens": 0,
         "service_tier": None,
         "prices": None,
+        "cache_hit": False,
     }
     row.update(values)
     return row

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from switchboard.catalog.routing_config import fallback_selectors, routing_settings
 from switchboard.catalog.routing_settings import DEFAULT_ROUTING, RoutingSettings
 from switchboard.catalog.selectors import Selector, parse_selector, selector_from_spec
-from switchboard.config_file import ConfigError, GatewayConfig, ModelEntry
+from switchboard.config_file import AliasEntry, ConfigError, GatewayConfig, ModelEntry
 from switchboard.errors import BadRequest
 from switchboard.upstream import providers
 
@@ -27,6 +27,15 @@ class Catalog:
     routing: RoutingSettings = DEFAULT_ROUTING
     routing_by_key: Mapping[str, RoutingSettings] = field(default_factory=dict)
     fallbacks: Mapping[str, tuple[Selector, ...]] = field(default_factory=dict)
+    # SPEC §23: the response cache's TTL an alias sets (it wins over its target model's `cache`).
+    alias_cache_ttl: Mapping[str, int] = field(default_factory=dict)
+
+    def cache_ttl(self, selector: str, model: ModelEntry) -> int | None:
+        """The TTL the catalog gives a call's answers: its alias's, else its model's; None: not cached."""
+        ttl = self.alias_cache_ttl.get(selector) if self.alias_cache_ttl else None
+        if ttl is not None:
+            return ttl
+        return model.cache.ttl_s if model.cache is not None else None
 
     def routing_for(self, model: ModelEntry) -> RoutingSettings:
         if not self.routing_by_key:
@@ -106,7 +115,13 @@ def build_catalog(config: GatewayConfig) -> Catalog:
         by_bare.setdefault(entry.model, []).append(entry)
         for tag in entry.tags:
             by_tag.setdefault(tag, []).append(entry)
-    for alias, target in config.aliases.items():
+    aliases: dict[str, str] = {}
+    alias_cache_ttl: dict[str, int] = {}
+    for alias, written in config.aliases.items():
+        target = written.target if isinstance(written, AliasEntry) else written
+        if isinstance(written, AliasEntry) and written.cache is not None:
+            alias_cache_ttl[alias] = written.cache.ttl_s
+        aliases[alias] = target
         _check_key(target, f"aliases.{alias}")
         if parse_selector(alias).kind != "alias":
             raise ConfigError(f"aliases.{alias}: an alias may not look like another selector form")
@@ -117,7 +132,7 @@ def build_catalog(config: GatewayConfig) -> Catalog:
         models=config.models,
         by_key=by_key,
         by_tag={tag: tuple(entries) for tag, entries in by_tag.items()},
-        aliases=dict(config.aliases),
+        aliases=aliases,
         default=config.default,
         tools=frozenset(config.tools),
         # An alias wins over a bare name; a bare name that is also a selector form is never one.
@@ -128,6 +143,7 @@ def build_catalog(config: GatewayConfig) -> Catalog:
         },
         routing=routing,
         routing_by_key=routing_by_key,
+        alias_cache_ttl=alias_cache_ttl,
     )
     if not config.fallbacks:
         return catalog

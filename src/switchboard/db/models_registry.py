@@ -14,6 +14,7 @@ DOMAIN_MODEL_MODULES = (
     "switchboard.limits.models",
     "switchboard.webhooks.models",
     "switchboard.audit.models",
+    "switchboard.cache.models",
 )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from starlette.datastructures import Headers
 
 from switchboard.auth.principal import Principal
+from switchboard.cache.request import CacheTicket
 from switchboard.catalog.catalog import Catalog
 from switchboard.catalog.selectors import Selector, parse_selector
 from switchboard.config_file import ModelEntry
@@ -54,6 +55,8 @@ class PreparedCall:
     gateway_cap: int | None = None  # the output cap the limits set (SPEC §13), if they set one
     # Header lines for a provider that speaks the call's surface (anthropic-version, anthropic-beta).
     provider_headers: bytes = b""
+    # The response cache's ticket when it applies to the call (SPEC §23; its stored answer on a hit).
+    cache: CacheTicket | None = None
 
 
 def _room_from(principal: Principal, headers: Headers) -> uuid.UUID | None:

@@ -5,6 +5,7 @@ settlement every ending goes through (success, error, cancel; crash recovery in 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from switchboard.config_file import ModelEntry
@@ -12,6 +13,7 @@ from switchboard.errors import LimitRefused
 from switchboard.idempotency.service import StoredResponse
 from switchboard.limits import enforce
 from switchboard.limits import ledger as limits_ledger
+from switchboard.limits.rules import Limit
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.outcomes import build_outcome
 from switchboard.llm.prompt_bound import prompt_bound
@@ -70,6 +72,28 @@ def recovery_record(call: PreparedCall) -> RecoveryRecord:
     return outcome
 
 
+async def _ask(
+    pipeline: Pipeline, call: PreparedCall, limits: Sequence[Limit]
+) -> tuple[enforce.Ask, tuple[enforce.Fallback, ...]]:
+    prices, markup = None, 0
+    costed = any(limit.metric == "cost" for limit in limits)
+    if costed:
+        model = call.model
+        prices, markup = await pipeline.call_sink.price_of(call.economy_id, model.provider, model.model)
+    fallbacks = await _fallbacks(pipeline, call, costed) if len(call.routes) > 1 else ()
+    ask = enforce.Ask(
+        endpoint=call.endpoint,
+        # never below what a provider can bill: an estimate would let concurrent calls overspend
+        prompt_tokens=prompt_bound(call.body, ((r.model.provider, r.model.model) for r in call.routes)),
+        own_cap=enforce.own_cap(call.endpoint, call.body),
+        model_max=_model_max(call.endpoint, call.model),
+        prices=prices,
+        markup_bps=markup,
+        fallbacks=fallbacks,
+    )
+    return ask, fallbacks
+
+
 async def begin(pipeline: Pipeline, call: PreparedCall) -> None:
     """Holds the call's worst case against every limit that applies (402/429 when one does not fit),
     sets the output cap the gateway chose, and leaves what recovery needs with the idempotency claim.
@@ -78,25 +102,18 @@ async def begin(pipeline: Pipeline, call: PreparedCall) -> None:
     limits = await pipeline.limits.applying(
         call.economy_id, call.principal.user_id, call.room_id, call.agent_id, call.principal.api_key_id
     )
+    hit = call.cache.hit if call.cache is not None else None
+    if hit is not None and limits:
+        # SPEC §23: a hit counts as a request (and its tokens) and costs nothing against a cost limit.
+        limits = tuple(limit for limit in limits if limit.metric != "cost")
     record = recovery_record(call) if limits or call.claim is not None else None
     if limits:
-        prices, markup = None, 0
-        costed = any(limit.metric == "cost" for limit in limits)
-        if costed:
-            prices, markup = await pipeline.call_sink.price_of(
-                call.economy_id, call.model.provider, call.model.model
-            )
-        fallbacks = await _fallbacks(pipeline, call, costed) if len(call.routes) > 1 else ()
-        ask = enforce.Ask(
-            endpoint=call.endpoint,
-            # never below what a provider can bill: an estimate would let concurrent calls overspend
-            prompt_tokens=prompt_bound(call.body, ((r.model.provider, r.model.model) for r in call.routes)),
-            own_cap=enforce.own_cap(call.endpoint, call.body),
-            model_max=_model_max(call.endpoint, call.model),
-            prices=prices,
-            markup_bps=markup,
-            fallbacks=fallbacks,
-        )
+        if hit is not None:
+            usage = hit.usage
+            ask = enforce.Ask(call.endpoint, usage.prompt_tokens, usage.completion_tokens, 0, None, 0)
+            fallbacks: tuple[enforce.Fallback, ...] = ()
+        else:
+            ask, fallbacks = await _ask(pipeline, call, limits)
         try:
             call.hold, plan = await enforce.reserve(
                 pipeline.write_transactions,

@@ -9,6 +9,8 @@ import anyio
 import orjson
 from starlette.responses import Response
 
+from switchboard.cache.remember import remember_json, remember_stream
+from switchboard.cache.request import HEADER as CACHE_HEADER
 from switchboard.errors import SwitchboardError, error_code_of
 from switchboard.llm.attempts import ATTEMPTS_HEADER, Attempts
 from switchboard.llm.completions import TextCompletionStream, chat_body, text_completion_reply
@@ -51,6 +53,8 @@ def gateway_headers(call: PreparedCall) -> dict[str, str]:
     }
     if call.hold is not None:
         headers.update(call.hold.headers)
+    if call.cache is not None:
+        headers[CACHE_HEADER] = "miss"  # a hit says so itself (llm/cached_answers.py)
     return headers
 
 
@@ -141,6 +145,8 @@ async def relay_json(pipeline: Pipeline, call: PreparedCall, kind: str) -> Respo
         stored = stored_from(200, {**headers, "content-type": "application/json"}, reply.body)
     # Record, limit settlement and replayable answer in one transaction, before the answer goes out.
     await settle(pipeline, call, build_outcome(call, status="ok", usage=usage, error_code=error_code), stored)
+    if call.cache is not None and error_code is None:  # an answer the provider counted: complete
+        await remember_json(pipeline.cache, call, reply.body, usage)
     pipeline.credentials.touch(call.credential)
     return _JSONReply(reply.body, headers)
 
@@ -217,6 +223,7 @@ async def relay_stream(
     ttft_ms = int((time.perf_counter() - call.started) * 1000)
 
     sent: list[bytes] = []  # kept only for an Idempotency-Key, whose retry replays these bytes
+    kept: list[StreamEvent] | None = [] if call.cache is not None else None  # every event, for the cache
 
     async def finish(
         outcome_status: CallStatus, error_code: str | None, failure: Exception | None, relayed: int
@@ -244,6 +251,9 @@ async def relay_stream(
                 usage_estimated=estimated,
             )
             await settle(pipeline, call, outcome, stored)
+            # Only a complete answer the provider counted is kept: not an error, a cancel or an estimate.
+            if kept is not None and outcome_status == "ok" and error_code is None and usage is not None:
+                await remember_stream(pipeline.cache, call, kept, _ending(stream), usage)
 
     async def never_started() -> None:
         # The client left after the provider's first event, before the response began: the provider
@@ -262,6 +272,8 @@ async def relay_stream(
                 # What arrived together goes out in one write: one send per provider read, not per event.
                 arrived = (event, *stream.ready())
                 relayed += len(arrived)
+                if kept is not None:
+                    kept.extend(arrived)
                 data = b"".join(e.data for e in arrived if wants_usage or not e.is_usage_only)
                 if data:
                     if call.claim is not None:

@@ -16,7 +16,7 @@ from switchboard.catalog.catalog import Catalog
 from switchboard.catalog.selectors import parse_selector
 from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import BadRequest, NotFound
-from switchboard.llm import ledger
+from switchboard.llm import cached_answers, ledger
 from switchboard.llm.completions import chat_body, check_completions_body
 from switchboard.llm.context import PreparedCall, prepare_call
 from switchboard.llm.idempotent import claim_or_replay
@@ -139,12 +139,17 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
         over_chat = _OVER_CHAT.get(kind)
         if over_chat is not None and call.model.provider != "openai":
             over_chat(call.body)  # what this provider cannot be asked is refused before anything runs
+        call.cache = await cached_answers.lookup(
+            pipeline, call, request.headers
+        )  # None unless caching applies
         call.claim = claim
         await ledger.begin(pipeline, call)  # limits: 402/429 here, before the provider is called
     except BaseException:
         if claim is not None:
             await pipeline.idempotency.release(claim)  # nothing ran: a retry may try again
         raise
+    if call.cache is not None and call.cache.hit is not None:
+        return await cached_answers.serve_hit(pipeline, call, wants_usage)
     if stream:
         return await relay_stream(pipeline, call, wants_usage, kind)
     return await relay_json(pipeline, call, kind)

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from starlette.datastructures import State
 
 from switchboard.auth.authenticator import Authenticator
+from switchboard.cache.store import CacheStore
 from switchboard.catalog.catalog import Catalog
 from switchboard.credentials.store import CredentialStore
 from switchboard.db.outage import DatabaseOutage
@@ -49,6 +50,7 @@ class Pipeline:
     hold_leases: HoldLeases
     metrics: Metrics | None
     webhooks: WebhookHub | None  # refusals, rejected keys and settled costs, for their webhooks
+    cache: CacheStore | None  # the response cache (SPEC §23), asked only when a call opts in
 
 
 def _typed(state: State, name: str, kind: type[T]) -> T:
@@ -82,4 +84,5 @@ def pipeline_of(state: State, limits: LimitRegistry, routing: RouteHealth, lease
         hold_leases=leases,
         metrics=metrics if isinstance(metrics, Metrics) else None,
         webhooks=webhooks if isinstance(webhooks, WebhookHub) else None,
+        cache=cache if isinstance(cache := getattr(state, "cache", None), CacheStore) else None,
     )

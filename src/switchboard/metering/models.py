@@ -90,6 +90,8 @@ class UsageRecordRow(Base):
     cache_write_1h_tokens: Mapped[int] = mapped_column(Integer, server_default="0", default=0)
     service_tier: Mapped[str | None] = mapped_column(String(32), nullable=True)
     prices: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # SPEC §23: served from the response cache (tokens of the stored answer, cost 0).
+    cache_hit: Mapped[bool] = mapped_column(Boolean, server_default=false(), default=False)
 
     __table_args__ = (
         Index("ix_usage_records_economy_time", "economy_id", "occurred_at", "id"),

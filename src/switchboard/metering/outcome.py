@@ -54,6 +54,8 @@ class CallOutcome:
     cache_write_tokens: int = 0
     cache_write_1h_tokens: int = 0
     service_tier: str | None = None
+    # SPEC §23: the answer came from the response cache; the record keeps the tokens, its cost is 0.
+    cache_hit: bool = False
 
 
 @dataclass(frozen=True)

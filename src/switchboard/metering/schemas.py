@@ -218,6 +218,9 @@ class UsageRecordOut(BaseModel):
     prices: dict[str, str] | None = Field(
         default=None, description="the per-million price applied to each token class (class -> price)"
     )
+    cache_hit: bool = Field(
+        default=False, description="served from the response cache: the stored answer's tokens, cost 0"
+    )
 
 
 GroupBy = Literal["day", "model", "user", "agent", "room"]

@@ -176,7 +176,7 @@ class UsageWriter:
             await asyncio.shield(put)
         await asyncio.shield(pending.done)
         if pending.cost is None:  # spooled: costed again when written, but metrics and the log want it now
-            return await self._book.known_cost(outcome)
+            return 0 if outcome.cache_hit else await self._book.known_cost(outcome)
         return pending.cost
 
     async def catch_up(self) -> None:
@@ -459,7 +459,9 @@ class UsageWriter:
         """The record's values in `_COLUMNS` order."""
         outcome = pending.outcome
         cost = compute_cost(prices, outcome, markup)
-        if cost.nanos > MAX_COST:
+        if outcome.cache_hit:  # no provider was paid (SPEC §23); the prices stay on the record
+            cost = replace(cost, nanos=0)
+        elif cost.nanos > MAX_COST:
             # Absurd prices: storing the record (flagged unpriced) beats losing it to a column overflow.
             log.warning("cost of record %s exceeds the cost column; stored unpriced", pending.record_id)
             cost = replace(cost, nanos=0, priced=False)

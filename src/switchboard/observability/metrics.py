@@ -102,6 +102,13 @@ class Metrics:
             "Calls refused by a spend or rate limit (402 or 429) before the provider was called.",
             registry=registry,
         )
+        # SPEC §23: lookups of calls the response cache applies to; `result` is hit or miss.
+        self.cache_lookups = Counter(
+            "switchboard_cache_lookups",
+            "Response cache lookups by result (hit, miss), of calls the cache applies to.",
+            ("result",),
+            registry=registry,
+        )
         self.fallbacks = Counter(
             "switchboard_fallbacks",
             "Failed attempts a call moved on from (another try, credential or model).",
