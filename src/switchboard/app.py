@@ -42,6 +42,7 @@ DOMAINS = (
     "observability",  # after metering: its usage writer feeds the metrics too
     "limits",
     "auth",
+    "sso",  # after auth: it plugs the issuer's tokens into the Authenticator
     "groups",
     "agents",
     "llm",

@@ -62,4 +62,7 @@ async def emails(session: AsyncSession, principal: Principal, ids: Collection[uu
     found = dict(
         (await session.execute(select(User.id, User.email).where(User.id.in_(allowed)))).tuples().all()
     )
-    return [UserOut(id=user_id, email=found[user_id]) for user_id in wanted if user_id in found]
+    # An SSO account whose identity provider sent no email has none to show: left out like the unknown.
+    return [
+        UserOut(id=user_id, email=email) for user_id in wanted if (email := found.get(user_id)) is not None
+    ]

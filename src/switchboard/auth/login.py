@@ -24,7 +24,7 @@ async def login(context: AuthContext, session: AsyncSession, email: str, passwor
         # An unknown email still pays for one hash, so timing does not tell accounts apart.
         if not await context.passwords.verify(user.password_hash if user else None, password):
             raise Unauthorized(INVALID)
-        assert user is not None
+        assert user is not None and user.password_hash is not None
         attempt.succeeded = True
     if context.passwords.needs_rehash(user.password_hash):
         user.password_hash = await context.passwords.hash(password)
