@@ -83,7 +83,7 @@ class IdentityProvider:
     def sign(self, claims: dict[str, Any], alg: str = "RS256", key: Any = None, **header: Any) -> str:
         """A token signed with the provider's own key (or `key`), with exactly these claims."""
         signer = key if key is not None else self.key(alg)
-        return jwt.encode({"alg": alg, "kid": signer.kid, **header}, claims, signer)
+        return jwt.encode({"alg": alg, "kid": signer.kid, **header}, claims, signer, algorithms=[alg])
 
     def claims(self, **overrides: Any) -> dict[str, Any]:
         """Claims the gateway accepts; a test overrides one to make them wrong."""

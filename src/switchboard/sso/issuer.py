@@ -51,7 +51,8 @@ class Issuer:
         self._metadata: Metadata | None = None
         self._keys: dict[str | None, Key] | None = None
         self._last_refetch = float("-inf")  # monotonic time of the last refetch for an unknown kid
-        self._lock = asyncio.Lock()
+        self._lock = asyncio.Lock()  # the key set's
+        self._discovery_lock = asyncio.Lock()  # apart: a key fetch may need the discovery first
         self.key_fetches = 0
         self._paused_until = float("-inf")
 
@@ -84,7 +85,7 @@ class Issuer:
 
     async def metadata(self) -> Metadata:
         if self._metadata is None:
-            async with self._lock:
+            async with self._discovery_lock:
                 if self._metadata is None:
                     self._metadata = await self._discover()
         return self._metadata
