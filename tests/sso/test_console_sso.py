@@ -170,3 +170,6 @@ def test_a_session_ticket_works_once(sso: SsoSetup) -> None:
     assert response.json()["code"] == "UNAUTHORIZED"
     bad = httpx.post(f"{sso.gateway.url}/auth/sso/session", json={"ticket": 5}, timeout=30)
     assert bad.status_code == 400
+    # Signing out with a token that is not one (or twice) is quietly done, never an error page.
+    gone = httpx.post(f"{sso.gateway.url}/auth/logout", json={"refresh_token": "svc_rt_nope"}, timeout=30)
+    assert gone.status_code == 204

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from switchboard.settings import SettingsError
-from tests.support.gateway import build_settings
+from tests.support.gateway import Gateway, build_settings
 
 ISSUER = {"SWITCHBOARD_OIDC_ISSUER": "https://login.example.com/", "SWITCHBOARD_OIDC_CLIENT_ID": "sb"}
 
@@ -50,3 +50,10 @@ def test_the_role_comes_from_the_mapped_claim_nested_or_not(tmp_path: Path) -> N
 def test_a_broken_sso_setting_stops_the_start(tmp_path: Path, env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         settings(tmp_path, **env)
+
+
+def test_a_gateway_without_an_issuer_offers_no_sso(gateway: Gateway) -> None:
+    client = gateway.client()
+    assert client.get("/auth/sso").json() == {"enabled": False, "sign_in_url": None}
+    assert client.get("/auth/sso/login").status_code == 404
+    assert client.post("/auth/sso/session", json={"ticket": "x"}).status_code == 404
