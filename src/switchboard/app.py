@@ -52,6 +52,8 @@ from switchboard.observability import router as observability_router
 from switchboard.openapi_errors import declare_errors
 from switchboard.request_context import RequestContextMiddleware
 from switchboard.settings import Settings, load_settings
+from switchboard.sso import lifecycle as sso_lifecycle
+from switchboard.sso import router as sso_router
 from switchboard.startup_errors import open_database
 from switchboard.upstream import lifecycle as upstream_lifecycle
 from switchboard.webhooks import lifecycle as webhooks_lifecycle
@@ -71,6 +73,7 @@ LIFECYCLES: tuple[DomainLifecycle, ...] = (
     cache_lifecycle,  # after credentials (its key ring) and observability (its counter)
     limits_lifecycle,
     auth_lifecycle,
+    sso_lifecycle,  # after auth: it plugs the issuer's tokens into the Authenticator
     agents_lifecycle,
     webhooks_lifecycle,  # before llm: the pipeline hands its events to the webhooks' hub
     llm_lifecycle,  # last but discovery's none: the pipeline takes what the others built (llm/services.py)
@@ -87,6 +90,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     observability_router.router,
     limits_router.router,
     auth_router.router,
+    sso_router.router,
     groups_router.router,
     groups_auth_routes.router,  # the Auth routes that read rooms (GET /users, delegation)
     agents_router.router,

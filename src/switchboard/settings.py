@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import SecretStr
 
 from switchboard.config_file import GatewayConfig, load_config
+from switchboard.sso import config as oidc_config
 from switchboard.upstream import private_defaults, proxy
 
 log = logging.getLogger("switchboard.settings")
@@ -51,6 +52,8 @@ class Settings:
     public_url: str = "http://localhost:8000"
     auth_url: str = "http://localhost:8000"
     allow_private_upstreams: bool = False
+    # SPEC §24: single sign-on with this OpenID issuer (SWITCHBOARD_OIDC_*); None: off.
+    oidc: oidc_config.OidcSettings | None = None
     # SPEC §21: the proxy all provider traffic goes through (None: direct), and extra trusted roots.
     egress_proxy: proxy.EgressProxy | None = None
     ca_bundle: Path | None = None
@@ -309,6 +312,10 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         raise SettingsError(f"SWITCHBOARD_CA_BUNDLE names {ca_bundle}, which is not a file")
 
     public_url = (get("PUBLIC_URL", "http://localhost:8000") or "").rstrip("/")
+    try:
+        oidc = oidc_config.from_env(get)
+    except oidc_config.OidcConfigError as exc:
+        raise SettingsError(f"{PREFIX}OIDC_{exc}") from None
     log_format = get("LOG_FORMAT", "text")
     if log_format not in ("text", "json"):
         raise SettingsError("SWITCHBOARD_LOG_FORMAT is text or json")
@@ -324,6 +331,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         public_url=public_url,
         auth_url=(get("AUTH_URL", public_url) or public_url).rstrip("/"),
         allow_private_upstreams=allow_private,
+        oidc=oidc,
         egress_proxy=egress_proxy,
         ca_bundle=ca_bundle,
         max_body_bytes=int(number("MAX_BODY_BYTES", 20 * 1024 * 1024)),

@@ -19,6 +19,9 @@ AUTH_ROUTES = {
     ("delete", "/auth/delegation/tokens/{token_id}"),
     ("get", "/auth/delegation-tokens"),
     ("delete", "/auth/delegation-tokens/{token_id}"),
+    ("post", "/auth/logout"),
+    ("get", "/auth/sso"),
+    ("post", "/auth/sso/session"),
 }
 
 

@@ -117,7 +117,10 @@ def build_settings(
     return load_settings(base)
 
 
-def start_gateway(settings: Settings, *, fast_model_calls: bool = True) -> Gateway:
-    server = ServerThread(create_app(settings, fast_model_calls=fast_model_calls), name="gateway").start()
+def start_gateway(settings: Settings, *, fast_model_calls: bool = True, port: int = 0) -> Gateway:
+    """`port`: one picked beforehand, for a gateway whose settings must name its own address."""
+    server = ServerThread(
+        create_app(settings, fast_model_calls=fast_model_calls), name="gateway", port=port
+    ).start()
     codec = TokenCodec(settings.jwt_secret.get_secret_value(), settings.jwt_audience)
     return Gateway(settings=settings, server=server, tokens=TokenFactory(codec))

@@ -13,13 +13,13 @@ import uvicorn
 
 
 class ServerThread:
-    def __init__(self, app: Any, *, name: str = "server") -> None:
+    def __init__(self, app: Any, *, name: str = "server", port: int = 0) -> None:
         self.app = app
         self.name = name
         config = uvicorn.Config(
             app,
             host="127.0.0.1",
-            port=0,
+            port=port,
             log_level="warning",
             access_log=False,
             lifespan="on",

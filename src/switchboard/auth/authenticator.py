@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Protocol
 
 from switchboard.auth.principal import Principal
 from switchboard.auth.tokens import TokenCodec
@@ -16,6 +17,16 @@ VERIFIED_CACHE_SIZE = 10_000
 
 ApiKeyResolver = Callable[[str], Awaitable[Principal]]
 RevocationCheck = Callable[[Principal], Awaitable[None]]
+
+
+class ExternalIssuer(Protocol):
+    """Tokens of another issuer accepted as ours (single sign-on, SPEC §24)."""
+
+    def owns(self, token: str) -> bool:
+        """Whether the token names this issuer (unverified: it only picks the verifier)."""
+
+    async def principal(self, token: str) -> Principal:
+        """The verified caller, or Unauthorized."""
 
 
 def authorization_of(headers: Mapping[str, str], path: str) -> str | None:
@@ -36,6 +47,8 @@ class Authenticator:
         # Raises Unauthorized for a revoked delegation token, or a JWT exchanged for a revoked API
         # key; set by the embedded-auth domain.
         self.revocation_check: RevocationCheck | None = None
+        # Set by the sso domain when SWITCHBOARD_OIDC_ISSUER is configured.
+        self.external: ExternalIssuer | None = None
         self._verified: dict[str, tuple[float, Principal]] = {}
 
     @staticmethod
@@ -54,16 +67,23 @@ class Authenticator:
             if self.api_key_resolver is None:
                 raise Unauthorized("invalid token")
             return await self.api_key_resolver(token)
-        principal = self._verified_principal(token)
+        principal = self._cached(token)
+        if principal is None:
+            if self.external is not None and self.external.owns(token):
+                principal = self._remember(token, await self.external.principal(token))
+            else:
+                principal = self._remember(token, self.codec.principal(token))
         if (principal.is_delegated or principal.api_key_id is not None) and self.revocation_check is not None:
             await self.revocation_check(principal)
         return principal
 
-    def _verified_principal(self, token: str) -> Principal:
+    def _cached(self, token: str) -> Principal | None:
         cached = self._verified.get(token)
         if cached is not None and cached[0] > time.time():
             return cached[1]
-        principal = self.codec.principal(token)
+        return None
+
+    def _remember(self, token: str, principal: Principal) -> Principal:
         expires = dict(principal.claims).get("exp")
         if isinstance(expires, int | float):
             if len(self._verified) >= VERIFIED_CACHE_SIZE:

@@ -45,4 +45,7 @@ async def emails(
         return []
     rows = await session.execute(select(User.id, User.email).where(User.id.in_(allowed)))
     found = {user_id: email for user_id, email in rows}
-    return [UserOut(id=user_id, email=found[user_id]) for user_id in wanted if user_id in found]
+    # An SSO account whose identity provider sent no email has none to show: left out like the unknown.
+    return [
+        UserOut(id=user_id, email=email) for user_id in wanted if (email := found.get(user_id)) is not None
+    ]

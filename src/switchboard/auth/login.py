@@ -26,7 +26,7 @@ async def login(context: AuthContext, session: AsyncSession, email: str, passwor
         if not await context.passwords.verify(user.password_hash if user else None, password):
             await sign_ins.failed(session, context.sessionmaker, method="password", email=address)
             raise Unauthorized(INVALID)
-        assert user is not None
+        assert user is not None and user.password_hash is not None
         attempt.succeeded = True
     if context.passwords.needs_rehash(user.password_hash):
         user.password_hash = await context.passwords.hash(password)

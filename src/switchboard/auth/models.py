@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import JSON, ForeignKey, Index, String, Uuid
+from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
 from switchboard.db.base import Base
@@ -13,16 +13,21 @@ from switchboard.db.types import UTCDateTime
 
 
 class User(Base):
-    """A password account of the embedded auth (created with `switchboard user create`)."""
+    """An account of the embedded auth: a password account (`switchboard user create`), or a person
+    of the single sign-on issuer, known by (issuer, subject) from their first sign-in (SPEC §24)."""
 
     __tablename__ = "auth_users"
+    __table_args__ = (UniqueConstraint("oidc_issuer", "oidc_subject", name="uq_auth_users_oidc"),)
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
-    # Stored lower-cased so that one address is one account.
-    email: Mapped[str] = mapped_column(String(320), unique=True)
+    # Stored lower-cased so that one address is one account. None: an SSO person without an email.
+    email: Mapped[str | None] = mapped_column(String(320), unique=True, nullable=True)
     role: Mapped[str] = mapped_column(String(32))
-    password_hash: Mapped[str] = mapped_column(String(255))  # argon2id, PHC string
+    # argon2id, PHC string; None for an SSO account, which has no password here.
+    password_hash: Mapped[str | None] = mapped_column(String(255), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    oidc_issuer: Mapped[str | None] = mapped_column(String(512), nullable=True)
+    oidc_subject: Mapped[str | None] = mapped_column(String(255), nullable=True)
 
 
 class ApiKey(Base):

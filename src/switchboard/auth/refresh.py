@@ -134,3 +134,18 @@ async def _identity(session: AsyncSession, family: RefreshFamily) -> Identity | 
     if user is None:
         return None
     return Identity.of_user(user.id, user.email, user.role)
+
+
+async def end(context: AuthContext, presented: str) -> None:
+    """Sign-out: the refresh token's whole family is revoked, so the session cannot be renewed on any
+    replica. Quiet about unknown tokens: signing out twice, or with a spent token, is not an error."""
+    if not token_format.well_formed(presented, token_format.REFRESH_PREFIX):
+        return
+    family = select(RefreshToken.family_id).where(RefreshToken.token_hash == context.refresh_hash(presented))
+    async with context.sessionmaker() as session, session.begin():
+        await session.execute(
+            update(RefreshFamily)
+            .where(RefreshFamily.id.in_(family.scalar_subquery()), RefreshFamily.revoked_at.is_(None))
+            .values(revoked_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )

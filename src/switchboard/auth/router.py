@@ -35,6 +35,13 @@ async def post_refresh(body: RefreshRequest, auth: Auth, request: Request) -> Lo
     return await refresh.rotate(auth, body.refresh_token.get_secret_value(), request.scope)
 
 
+@router.post("/auth/logout", status_code=status.HTTP_204_NO_CONTENT, operation_id="logout_Auth")
+async def post_logout(body: RefreshRequest, auth: Auth) -> Response:
+    """Sign-out: the session's refresh token stops working (its access token lives out its 15 minutes)."""
+    await refresh.end(auth, body.refresh_token.get_secret_value())
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
 @router.post("/auth/api-key", operation_id="exchangeApiKey_Auth")
 async def post_api_key(body: ApiKeyExchangeRequest, session: DbSession, auth: Auth) -> LoginResult:
     return await api_keys.exchange(auth, session, body.api_key.get_secret_value())

@@ -22,7 +22,7 @@ class Identity:
     api_key_id: uuid.UUID | None = None
 
     @classmethod
-    def of_user(cls, user_id: uuid.UUID, email: str, role: str) -> Identity:
+    def of_user(cls, user_id: uuid.UUID, email: str | None, role: str) -> Identity:
         return cls(user_id, email, role, ROLE_DEFAULT_PERMISSIONS.get(role, ()))
 
 

@@ -44,6 +44,28 @@ export function signOut() {
   keep(null);
 }
 
+/** Sign-out: the gateway revokes the session's refresh token, then the tab forgets the session. */
+export async function endSession() {
+  const ending = session;
+  keep(null);
+  if (!ending) return;
+  try {
+    await post("/auth/logout", { refresh_token: ending.refresh_token });
+  } catch {
+    // Offline: the tab has forgotten the session anyway; its refresh token expires on its own.
+  }
+}
+
+/** Whether the gateway offers single sign-on (GET /auth/sso), and where it starts. */
+export async function ssoStatus() {
+  try {
+    const response = await fetch("/auth/sso", { credentials: "omit" });
+    return response.ok ? await response.json() : { enabled: false };
+  } catch {
+    return { enabled: false };
+  }
+}
+
 async function errorOf(response) {
   let message = `${response.status} ${response.statusText}`.trim();
   let code = "";

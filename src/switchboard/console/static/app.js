@@ -3,7 +3,7 @@
 
 import { agentsView } from "./agents.js";
 import { auditView } from "./audit.js";
-import { get, hasSession, signIn, signOut, whenSignedOut } from "./api.js";
+import { endSession, get, hasSession, signIn, signOut, ssoStatus, whenSignedOut } from "./api.js";
 import { credentialsView } from "./credentials.js";
 import { alertBox, field, h, put, showError, viewFrame } from "./dom.js";
 import { economiesView } from "./economies.js";
@@ -131,6 +131,7 @@ function showSignIn(message) {
   const byKey = signInForm("Key sign-in", [field("API key", apiKey)], "Use API key", () =>
     signIn("/auth/api-key", { api_key: apiKey.value.trim() }),
   );
+  const sso = h("div");
   put(
     main,
     h(
@@ -138,12 +139,36 @@ function showSignIn(message) {
       { class: "signed-out" },
       h("h2", { tabindex: "-1" }, "Sign in"),
       message ? h("p", { class: "notice" }, message) : null,
+      sso,
       byPassword,
       h("p", { class: "or" }, "or with an API key"),
       byKey,
     ),
   );
   email.focus();
+  // Offered only when the gateway has an identity provider (SWITCHBOARD_OIDC_ISSUER).
+  ssoStatus().then((status) => {
+    if (!status.enabled || ctx) return;
+    put(
+      sso,
+      h("a", { class: "button sso", href: status.sign_in_url }, "Sign in with SSO"),
+      h("p", { class: "or" }, "or with a password"),
+    );
+  });
+}
+
+/** Back from the identity provider: the callback left a one-time ticket in the fragment. */
+async function finishSso() {
+  const ticket = decodeURIComponent(location.hash.slice("#sso=".length));
+  // Out of the address bar and the history before anything else: the ticket is used once, now.
+  history.replaceState(null, "", "/console#/usage");
+  try {
+    await signIn("/auth/sso/session", { ticket });
+  } catch (error) {
+    showSignIn(`Single sign-on did not complete: ${error.message}`);
+    return;
+  }
+  await start(true);
 }
 
 async function start(focus) {
@@ -167,13 +192,14 @@ async function start(focus) {
   await render(focus);
 }
 
-document.getElementById("sign-out").addEventListener("click", () => {
-  signOut();
+document.getElementById("sign-out").addEventListener("click", async () => {
   forgetPeople();
   showSignIn("You are signed out.");
+  await endSession();
 });
 window.addEventListener("hashchange", () => render(true));
 whenSignedOut(() => showSignIn("Your session has ended. Sign in again."));
 
-if (hasSession()) start(false);
+if (location.hash.startsWith("#sso=")) finishSso();
+else if (hasSession()) start(false);
 else showSignIn("");

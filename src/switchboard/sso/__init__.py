@@ -1,0 +1,1 @@
+"""Single sign-on with an OpenID Connect issuer (SPEC §24)."""
