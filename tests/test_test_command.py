@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # What scripts/test runs besides its own .venv; chromium, npm and tinyproxy are stubs added per test.
-TOOLS = ("bash", "env", "setsid", "tee", "mktemp", "rm", "cat", "ls", "sha1sum", "cut", "dirname", "id")
+TOOLS = (
+    "bash",
+    "env",
+    "setsid",
+    "tee",
+    "mktemp",
+    "rm",
+    "cat",
+    "ls",
+    "sha1sum",
+    "cut",
+    "dirname",
+    "id",
+    "grep",
+    "mkdir",
+)
 
 
 def _executable(path: Path, body: str) -> None:
@@ -33,6 +49,12 @@ def _checkout(tmp_path: Path, *, present: tuple[str, ...], pytest_says: str, pyt
     (venv / "bin" / "python").symlink_to(sys.executable)  # the closing line's sum is Python
     _executable(venv / "bin" / "pytest", f"echo '{pytest_says}'\nexit {pytest_exit}")
     _executable(venv / "claude" / "bin" / "claude", "exit 0")
+    # The pinned oidc-provider (tests/sso) is installed already, as Claude Code is.
+    pinned = re.search(r"^OIDC_PROVIDER_VERSION=(\S+)$", (ROOT / "scripts" / "test").read_text(), re.M)
+    assert pinned, "scripts/test pins oidc-provider"
+    package = venv / "oidc" / "node_modules" / "oidc-provider" / "package.json"
+    package.parent.mkdir(parents=True)
+    package.write_text(f'{{"name": "oidc-provider", "version": "{pinned.group(1)}"}}')
     tools = tmp_path / "bin"
     tools.mkdir()
     for name in TOOLS:

@@ -30,10 +30,12 @@ NOT_CHANGES = {
     ("POST", "/agents/validate"): "validates a spec without storing it",
     ("POST", "/agents/discover"): "a search",
     ("POST", "/mcp"): "the MCP endpoint's anonymous challenge",
+    ("POST", "/webhooks/{webhook_id}/test"): "queues a test delivery (its delivery log shows it)",
+    ("POST", "/auth/logout"): "a sign-out revokes the session's refresh tokens; SPEC §22 audits sign-ins",
     (
         "POST",
-        "/webhooks/{webhook_id}/test",
-    ): "queues a test delivery (its delivery log shows it), changes no setting",
+        "/auth/sso/session",
+    ): "an SSO sign-in: auth.sign_in, tested in tests/sso (needs an OpenID provider)",
 }
 
 

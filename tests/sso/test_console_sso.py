@@ -83,6 +83,11 @@ def test_sso_sign_in_creates_the_user_with_the_mapped_role_and_sign_out_ends_it(
     me = httpx.get(f"{sso.gateway.url}/protected/jwt", headers=bearer, timeout=30).json()
     assert (me["email"], me["role"]) == ("ada@example.test", "Admin")
     assert httpx.get(f"{sso.gateway.url}/v1/models", headers=bearer, timeout=30).status_code == 200
+    # The sign-in is in the audit trail like a password sign-in, with the method it used.
+    trail = httpx.get(
+        f"{sso.gateway.url}/audit", params={"action": "auth.sign_in"}, headers=bearer, timeout=30
+    ).json()["data"]
+    assert [e["changes"]["method"][1] for e in trail if e["actor"]["user_id"] == me["user_id"]] == ["sso"]
 
     # The callback replayed, cookie and all (same state, same code): refused, never a second session.
     state = httpx.URL(callbacks[0]).params["state"]

@@ -15,6 +15,7 @@ import hmac
 import logging
 import secrets
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
@@ -25,6 +26,8 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from switchboard.audit import sign_ins
+from switchboard.audit.origin import SCOPE_KEY
 from switchboard.auth.context import AuthContext
 from switchboard.auth.hashing import KeyedHasher
 from switchboard.auth.models import User
@@ -185,10 +188,15 @@ class SsoFlow:
             raise SignInRefused("the identity provider refused this sign-in; sign in again")
         return id_token
 
-    async def session(self, context: AuthContext, ticket: str) -> LoginResult:
-        """Trades a callback's ticket, once, for a console session like a password sign-in's."""
+    async def session(
+        self, context: AuthContext, ticket: str, request_scope: Mapping[str, Any] | None = None
+    ) -> LoginResult:
+        """Trades a callback's ticket, once, for a console session like a password sign-in's; the
+        sign-in is audited (`auth.sign_in`, method `sso`) with the request's id and address."""
         now = utcnow()
         async with context.sessionmaker() as session, session.begin():
+            if request_scope is not None:
+                session.info[SCOPE_KEY] = request_scope
             digest = self._hash.ticket(ticket)
             claimed = await session.execute(
                 update(SsoLogin)
@@ -206,4 +214,5 @@ class SsoFlow:
             user = await session.get(User, user_id) if user_id is not None else None
             if user is None:
                 raise Unauthorized(INVALID_TICKET)
+            await sign_ins.succeeded(session, method="sso", user_id=user.id, role=user.role, email=user.email)
             return await open_family(context, session, Identity.of_user(user.id, user.email, user.role))

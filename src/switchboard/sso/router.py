@@ -79,5 +79,5 @@ async def sso_callback(
 
 
 @router.post("/auth/sso/session", operation_id="ssoSession_Auth")
-async def sso_session(body: SsoTicketRequest, flow: Flow, auth: Auth) -> LoginResult:
-    return await flow.session(auth, body.ticket.get_secret_value())
+async def sso_session(request: Request, body: SsoTicketRequest, flow: Flow, auth: Auth) -> LoginResult:
+    return await flow.session(auth, body.ticket.get_secret_value(), request.scope)
