@@ -8,7 +8,6 @@ import asyncio
 import os
 import shutil
 import socket
-import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -328,29 +327,10 @@ def test_a_multiproc_dir_set_by_the_operator_holding_an_earlier_servers_files_do
 
 @contextmanager
 def _pid_one_server(env: dict[str, str], log: Any) -> Iterator[str]:
-    """`switchboard serve` as pid 1 of a PID namespace of its own, as in a container."""
-    from tests.support.served import SWITCHBOARD, free_port
-
-    port = free_port()
-    command = ["unshare", "--pid", "--fork", "--kill-child", str(SWITCHBOARD), "serve", "--port", str(port)]
-    with log.open("ab") as out:
-        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "gateway did not start"
-            time.sleep(0.1)  # polling for the start, with the deadline above
+    """`switchboard serve` as pid 1 of a PID namespace of its own, as in a container; unshare does not
+    pass SIGTERM on, so the fixture's kill with --kill-child takes the server with it."""
+    with gateway_process(env, log, wrapper=("unshare", "--pid", "--fork", "--kill-child")) as (_, url):
         yield url
-    finally:
-        process.kill()  # unshare does not pass SIGTERM on; --kill-child takes the server with it
-        process.wait(timeout=30)
 
 
 @pytest.mark.skipif(

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -50,13 +50,14 @@ def served_env(
 
 @contextmanager
 def gateway_process(
-    env: dict[str, str], log: Path, *serve_args: str
+    env: dict[str, str], log: Path, *serve_args: str, wrapper: Sequence[str] = ()
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """`switchboard serve` on a free port (with `serve_args`), once it answers /health."""
+    """`switchboard serve` on a free port (with `serve_args`, run under `wrapper` if given), once it
+    answers /health."""
     port = free_port()
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [str(SWITCHBOARD), "serve", "--port", str(port), *serve_args],
+            [*wrapper, str(SWITCHBOARD), "serve", "--port", str(port), *serve_args],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
