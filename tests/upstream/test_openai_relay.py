@@ -12,7 +12,7 @@ from switchboard.upstream.client import UpstreamClient
 from switchboard.upstream.types import Usage
 from tests.fakes.provider import FakeProvider
 from tests.upstream.conftest import KEY, MESSAGES, TOOLS, MakeTarget, pooled, unique
-from tests.upstream.raw_server import RawProvider
+from tests.upstream.raw_server import RawProvider, chunked
 from tests.upstream.raw_server import answer as respond
 
 
@@ -112,16 +112,25 @@ async def test_embeddings_pass_through_with_usage(
     assert len(orjson.loads(reply.body)["data"]) == 2
 
 
-async def test_connections_are_reused_across_calls(
-    upstream: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
-) -> None:
-    model = unique("gpt")
+async def test_connections_are_reused_across_calls(upstream: UpstreamClient, target: MakeTarget) -> None:
+    # A raw server writes each whole answer at once (a stream's [DONE] with the body's end), so
+    # whether the connection can be pooled never depends on how fast a loaded machine delivers bytes.
+    reply = orjson.dumps({"id": "x", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}})
+    events = (b'data: {"id":"x","choices":[]}\n\n', b"data: [DONE]\n\n")
+    head = b"HTTP/1.1 200 OK\r\n"
+    plain = respond(head + b"content-type: application/json\r\n", reply)
+    streamed = chunked(head + b"content-type: text/event-stream\r\n", *events)
+    raw = RawProvider(*[plain, streamed] * 3)
     seen = []
-    for _ in range(3):
-        await upstream.chat(target("openai", model), {"messages": MESSAGES})
-        async for _event in upstream.chat_stream(target("openai", model), {"messages": MESSAGES}):
-            pass
-        seen.append(pooled(upstream))
+    async with raw.running() as base:
+        for _ in range(3):
+            await upstream.chat(target("openai", "m", base_url=base), {"messages": MESSAGES})
+            async for _event in upstream.chat_stream(
+                target("openai", "m", base_url=base), {"messages": MESSAGES}
+            ):
+                pass
+            seen.append(pooled(upstream))
+    assert len(raw.requests) == 6 and raw.connections == 1
     [(idle, busy)] = seen[:1]
     assert len(idle) == 1 and busy == 0
     assert all(other == (idle, 0) for other in seen)  # the very same connection every time
