@@ -96,7 +96,9 @@ def _postgres_kwargs(database_url: str, pool_size: int) -> tuple[str, dict[str, 
 
 def make_engine(database_url: str, *, pool_size: int = DEFAULT_POOL_SIZE, **overrides: Any) -> AsyncEngine:
     """`pool_size`: PostgreSQL connections this engine opens at most (SQLite has its own pool)."""
-    kwargs: dict[str, Any] = {"json_serializer": json_text}
+    # A statement's parameters never reach a log line or an error message (a logged traceback would
+    # otherwise show them, sealed credentials among them).
+    kwargs: dict[str, Any] = {"json_serializer": json_text, "hide_parameters": True}
     if database_url.startswith("sqlite"):
         path = database_url.split("///", 1)[-1]
         if path and path != ":memory:":
@@ -120,6 +122,8 @@ def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
 def make_sync_sqlite_engine(async_url: str) -> Engine:
     """A blocking engine on the same SQLite file, for work done in one thread hop (the usage writer)."""
     sync_url = async_url.replace("+aiosqlite", "+pysqlite", 1)
-    engine = create_engine(sync_url, connect_args={"timeout": 10}, json_serializer=json_text)
+    engine = create_engine(
+        sync_url, connect_args={"timeout": 10}, json_serializer=json_text, hide_parameters=True
+    )
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine
