@@ -95,27 +95,6 @@ def test_no_module_is_over_500_lines() -> None:
     assert too_long == {}
 
 
-def _switchboard_imports(tree: ast.Module) -> set[str]:
-    """The `switchboard.<package>` names a module imports, TYPE_CHECKING blocks included."""
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-        found.update(".".join(n.split(".")[:2]) for n in names if n.startswith("switchboard."))
-    return found
-
-
-def test_observability_does_not_import_the_pipeline() -> None:
-    # Telemetry reads a call through observability/attempt.AttemptFacts, a protocol the pipeline meets.
-    upward = [
-        rel(path)
-        for path, tree in modules()
-        if rel(path).startswith("observability/") and "switchboard.llm" in _switchboard_imports(tree)
-    ]
-    assert upward == []
-
-
 def test_the_pipeline_takes_no_untyped_state() -> None:
     """The pipeline's services come typed (llm/services.Pipeline), never as `state: Any`."""
     untyped = [
@@ -219,3 +198,185 @@ def test_the_secret_field_rule_flags_what_it_should(
     field_name: str, method: str, path: str, flagged: bool
 ) -> None:
     assert (bool(SECRET_FIELD.search(field_name)) and not _allowed(method, path, field_name)) is flagged
+
+
+# The layer order (issue 34, STYLE "Layers you can name"): every import goes down or sideways. Each
+# top-level package or module has a layer; a few cross-cutting packages have a low half and a high
+# half, named module by module (the longest dotted prefix listed decides). An import counts whatever
+# its form: at the top, inside a function (a lazy import is still a dependency), under TYPE_CHECKING.
+# Bottom to top; docs/ARCHITECTURE.md ("Layers") says why upstream sits under the domains.
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    # Domain-free: the package's own names (its version), helpers, the error hierarchy.
+    ("foundation", frozenset({"switchboard", "kit", "errors"})),
+    # What every request touches whatever it asks: the database, error rendering, the request's
+    # context and telemetry (which reads calls through protocols it declares), the ASGI server.
+    (
+        "platform",
+        frozenset(
+            {
+                "db",
+                "error_shapes",
+                "openapi_errors",
+                "request_context",
+                "cors",
+                "lifecycle",
+                "logging_setup",
+                "server_protocol",
+                "observability",
+                "console",
+                "wire",
+                # The caller as a value (Principal, its role names): what the audit trail records
+                # and what the OIDC settings map claims to; auth's services stay at "identity".
+                "auth.principal",
+            }
+        ),
+    ),
+    # The only code that talks to providers; it knows provider kinds, endpoints, proxies, egress.
+    ("providers", frozenset({"upstream"})),
+    # The operator's config file and the environment, validated against what upstream knows.
+    ("configuration", frozenset({"config_file", "settings", "startup_errors", "sso.config"})),
+    # What a domain writes in its own transaction: the audit trail and the webhook outbox.
+    (
+        "records",
+        frozenset(
+            {
+                "audit.events",
+                "audit.chain",
+                "audit.models",
+                "audit.origin",
+                "audit.sign_ins",
+                "webhooks.events",
+                "webhooks.models",
+                "webhooks.outbox",
+            }
+        ),
+    ),
+    # Who is calling: every domain asks.
+    ("identity", frozenset({"auth"})),
+    # How users are gathered and what they are answered: rooms and economies (each reads the other's
+    # membership: a room has a default economy, a colleague shares a room or an economy), usage
+    # records and prices, the replay of an answer already given.
+    ("accounts", frozenset({"groups", "metering", "idempotency"})),
+    # What a call is made of: provider keys (a room's or the gateway's) and the model catalog.
+    ("resources", frozenset({"credentials", "catalog"})),
+    # Rules over those resources: agents, limits, the attempt plan.
+    ("rules", frozenset({"agents", "limits", "routing"})),
+    # Built over the domains: the one settlement transaction, the audit trail's capture and read
+    # API, webhook delivery and thresholds, SSO, the response cache, discovery, inbound formats.
+    (
+        "services",
+        frozenset({"settlement", "audit", "webhooks", "sso", "cache", "discovery", "surfaces"}),
+    ),
+    # The model call's pipeline.
+    ("pipeline", frozenset({"llm"})),
+    # The wiring: the app factory, the command line, the server's processes.
+    ("app", frozenset({"app", "cli", "keys_rotation_cli", "serving"})),
+)
+RANK: dict[str, int] = {name: rank for rank, (_, names) in enumerate(LAYERS) for name in names}
+
+# (importing module, imported module): imports allowed against the order, each with its reason.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("metering.economies", "agents.models"): (
+        "deleting an economy is refused while an agent still meters to it: one EXISTS on the agents'"
+        " table, read only to refuse, inside the function (a registry of referrers would be more code"
+        " than the rule it keeps)"
+    ),
+}
+
+# Edges in files other helpers are rewriting now (issue 34's other steps); the integrator empties
+# this at merge, when those files no longer import upward.
+MOVING_ON_OTHER_BRANCHES: frozenset[tuple[str, str]] = frozenset(
+    {
+        # s2-settlement: settlement/ takes the transaction; limits and metering stop importing each other.
+        ("metering.economies", "limits.budgets"),
+        ("metering.economies", "limits.models"),
+        ("metering.economies", "limits.rules"),
+        ("metering.router", "limits.notify"),
+        ("metering.writer", "limits.ledger"),
+        ("metering.writer", "limits.postgres_settlement"),
+    }
+)
+
+
+def _dotted(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts) or "switchboard"
+
+
+@functools.cache
+def _known_modules() -> frozenset[str]:
+    return frozenset(_dotted(path) for path, _ in modules())
+
+
+def switchboard_imports(tree: ast.Module) -> set[str]:
+    """The switchboard modules a module imports, without `switchboard.` (`from pkg import module`
+    names the module); lazy imports and TYPE_CHECKING blocks included."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                names.append(
+                    submodule if submodule.removeprefix("switchboard.") in _known_modules() else node.module
+                )
+        found.update(
+            "switchboard" if name == "switchboard" else name.removeprefix("switchboard.")
+            for name in names
+            if name == "switchboard" or name.startswith("switchboard.")
+        )
+    return found
+
+
+def layer_key(module: str) -> str:
+    """The longest dotted prefix of `module` that LAYERS places."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        if (key := ".".join(parts[:end])) in RANK:
+            return key
+    raise KeyError(f"{module} has no layer")
+
+
+def upward_imports() -> dict[tuple[str, str], str]:
+    """(importer, imported) → the two layers, for every import that goes up."""
+    found: dict[tuple[str, str], str] = {}
+    for path, tree in modules():
+        source = _dotted(path)
+        low = RANK[layer_key(source)]
+        for target in switchboard_imports(tree):
+            if (high := RANK[layer_key(target)]) > low:
+                found[(source, target)] = f"{LAYERS[low][0]} → {LAYERS[high][0]}"
+    return found
+
+
+def test_every_import_goes_down_or_sideways() -> None:
+    allowed = set(EXCEPTIONS) | MOVING_ON_OTHER_BRANCHES
+    assert {edge: layers for edge, layers in upward_imports().items() if edge not in allowed} == {}
+
+
+def test_every_listed_exception_is_still_needed_and_there_are_at_most_three() -> None:
+    found = upward_imports()
+    assert [edge for edge in [*EXCEPTIONS, *MOVING_ON_OTHER_BRANCHES] if edge not in found] == []
+    assert len(EXCEPTIONS) <= 3
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = []
+    for path, _ in modules():
+        try:
+            layer_key(_dotted(path))
+        except KeyError:
+            unplaced.append(rel(path))
+    assert unplaced == []
+
+
+def test_the_layer_check_sees_lazy_and_type_checking_imports() -> None:
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from switchboard.llm.context import PreparedCall\n"
+        "def f() -> None:\n    import switchboard.app\n    from switchboard.audit import chain, events\n"
+        "from switchboard import API_VERSION\n"
+    )
+    assert switchboard_imports(tree) == {"llm.context", "app", "audit.chain", "audit.events", "switchboard"}

@@ -186,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     rotate = keys_sub.add_parser("rotate", help="re-encrypt every credential under the active key")
     rotate.add_argument("--batch-size", type=int, default=100)
-    rotate.set_defaults(handler=_delegate("switchboard.credentials.rotation_cli", "run"))
+    rotate.set_defaults(handler=_delegate("switchboard.keys_rotation_cli", "run"))
 
     usage = sub.add_parser("usage", help="usage records")
     usage_sub = usage.add_subparsers(dest="usage_command", required=True)

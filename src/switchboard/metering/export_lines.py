@@ -1,4 +1,4 @@
-"""Export pages written in Python from the database's values, by a function generated once per export.
+"""Export pages written in Python from the database's values, column by column.
 
 On SQLite the cost of an export is Python's: about 0.15 µs for each value the driver hands over and
 as much again to write it, while SQL functions are slow there (a quarter of a microsecond per call).
@@ -9,17 +9,16 @@ text in the line is remembered, so that a record costs a dictionary lookup for a
 PostgreSQL writes the text of the values that differ itself (columns of kind "line") and hands over
 each group as the text of a ROW(…), read back here once per distinct value.
 
-The page function is generated from the columns (as `collections.namedtuple` generates its class):
-a row is unpacked into locals and each line is one f-string, ids and times written inline with
-slices; a call happens only for text that CSV must quote or JSON must escape, and for a group not
-seen before. The bytes are those of the csv module and pydantic + orjson (tests/metering/
-test_fast_export.py compares them on awkward records).
+A page is transposed into its columns, each column turned into its texts by a `map` (a memo's
+lookup, `str`, or one small function for the values that differ), and the columns zipped back into
+lines: the loops run in C, with no code generated. The bytes are those of the csv module and
+pydantic + orjson (tests/metering/test_fast_export.py compares them on awkward records).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, NamedTuple
 
 import orjson
@@ -170,126 +169,138 @@ def _group_converter(
     return convert
 
 
-# Names the generated code uses (default arguments, so that they are locals). Its expressions hold
-# no quotes and no backslashes, so that they can sit in an f-string.
-_CONSTANTS: dict[str, object] = {
-    "Z0": ".000000",  # a time's fraction when its microseconds are zero: isoformat() leaves it out
-    "DQ": '"',
-    "CM": ",",
-    "NL": "\n",
-    "BS": "\\",
-    "B": ("false", "true"),  # SQLite's booleans are 0 and 1
-}
-
-
 def _quoted(name: str) -> str:
     return f'"{name}"'
 
 
-_MEMOS: dict[str, str] = {"uuid": "U", "text": "Q", "time": "T", "json": "J"}
+# Each selected value's column of a page → the texts of one or more positions of the line.
+ColumnWriter = Callable[[Sequence[Any]], list[Iterable[str]]]
 
 
-def _special(c: str, fmt: Format) -> str:
-    """The test that text `c` needs CSV's quotes or JSON's escapes."""
-    if fmt == "csv":
-        return f"DQ in {c} or CM in {c} or NL in {c}"
-    # isprintable() is false for every control character orjson escapes (and a few it does not).
-    return f"DQ in {c} or BS in {c} or not {c}.isprintable()"
+def _remembered(convert: Callable[[Any], str], null: str) -> ColumnWriter:
+    memo = _Memo(convert, {None: null})  # null is remembered too
+    return lambda values: [map(memo.__getitem__, values)]
 
 
-def _cell(column: Column, c: str, fmt: Format) -> tuple[str, str]:
-    """(statements that prepare `c`, the f-string text of the value in the line)."""
-    kind, json = column.kind, fmt == "ndjson"
+def _uuids(before: str, after: str, null: str) -> ColumnWriter:
+    """SQLite's 32 hex digits in the usual form, written inline (a comprehension, no call a value)."""
+    return lambda values: [
+        [
+            null if h is None else f"{before}{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}{after}"
+            for h in values
+        ]
+    ]
+
+
+def _times(before: str, zone: str, null: str) -> ColumnWriter:
+    """SQLAlchemy's SQLite time text as isoformat() writes it: no fraction when it is zero."""
+    return lambda values: [
+        [
+            null if t is None else f"{before}{t[:10]}T{t[11:19] if t[19:] == '.000000' else t[11:]}{zone}"
+            for t in values
+        ]
+    ]
+
+
+def _csv_texts(null: str) -> ColumnWriter:
+    """Text that differs on every record, quoted only where csv's minimal quoting quotes."""
+    return lambda values: [
+        [null if v is None else _csv_text(v) if '"' in v or "," in v or "\n" in v else v for v in values]
+    ]
+
+
+def _json_texts(name: str, null: str) -> ColumnWriter:
+    """Text that differs on every record as a JSON string; isprintable() is false for every control
+    character orjson escapes (and for a few it does not, which orjson then writes as they are)."""
+    return lambda values: [
+        [
+            null
+            if v is None
+            else name + _json_text(v)
+            if '"' in v or "\\" in v or not v.isprintable()
+            else f'{name}"{v}"'
+            for v in values
+        ]
+    ]
+
+
+def _direct_writer(column: Column, fmt: Format, source: Source) -> ColumnWriter:
+    """The writer of a value read on its own; in a JSON line its text starts with `"name":`."""
+    json = fmt == "ndjson"
+    name = f'"{column.name}":' if json and column.kind != "line" else ""
     quote = '"' if json else ""
-    if kind == "line":
-        return "", f"{{{c}}}"
-    if kind == "bool":
-        return "", f"{{BN[{c}]}}" if column.nullable else f"{{B[{c}]}}"
+    null = name + ("null" if json else "")
+    kind = column.kind
+    if kind == "line":  # PostgreSQL wrote it, name included
+        return lambda values: [values]
+    if kind == "bool":  # SQLite's 0 and 1, or PostgreSQL's booleans (True == 1)
+        texts = {None: null, 0: name + "false", 1: name + "true"}
+        return lambda values: [map(texts.__getitem__, values)]
     if kind in ("int", "int_text"):
-        if kind == "int" or not json:
-            return "", f"{{N if {c} is None else {c}}}" if column.nullable else f"{{{c}}}"
+        template = f"{name}{quote if kind == 'int_text' else ''}%s{quote if kind == 'int_text' else ''}"
         if column.nullable:
-            return f"{c} = N if {c} is None else DQ + str({c}) + DQ", f"{{{c}}}"
-        return "", f'"{{{c}}}"'
+            return _remembered(template.__mod__, null)
+        write = str if template == "%s" else template.__mod__
+        return lambda values: [map(write, values)]
     if kind == "time" and not column.nullable:
-        zone = 'Z"' if json else "+00:00"
-        return "", f"{quote}{{{c}[:10]}}T{{{c}[11:19] if {c}[19:] == Z0 else {c}[11:]}}{zone}"
+        return _times(name + quote, ("Z" if json else "+00:00") + quote, null)
+    convert = _converter(kind, fmt, source)
     if column.reading != "distinct" or (column.nullable and kind != "text"):
-        return "", f"{{{_MEMOS[kind]}[{c}]}}"  # remembered; null included
+        return _remembered(lambda value: name + convert(value), null)
     if kind == "uuid":
-        return "", f"{quote}{{{c}[:8]}}-{{{c}[8:12]}}-{{{c}[12:16]}}-{{{c}[16:20]}}-{{{c}[20:]}}{quote}"
-    convert = "j" if json else "q"
-    if not column.nullable:
-        escaped = f"j({c})[1:-1]" if json else f"q({c})"
-        return f"if {_special(c, fmt)}: {c} = {escaped}", f"{quote}{{{c}}}{quote}"
-    prelude = f"if {c} is None: {c} = N\nelif {_special(c, fmt)}: {c} = {convert}({c})"
-    if json:
-        prelude += f"\nelse: {c} = DQ + {c} + DQ"
-    return prelude, f"{{{c}}}"
+        return _uuids(name + quote, quote, null)
+    return _json_texts(name, null) if json else _csv_texts(null)
+
+
+def _group_writer(
+    members: Sequence[Column], runs: Sequence[int], fmt: Format, source: Source
+) -> ColumnWriter:
+    """The writer of a group read as one value: each distinct value's texts (one per run) remembered."""
+    memo = _Memo(_group_converter(members, runs, fmt, source), {})
+    return lambda values: list(zip(*map(memo.__getitem__, values), strict=True))
 
 
 def page_function(columns: Sequence[Column], fmt: Format, source: Source) -> ExportPage:
-    """The SELECT list and `page(rows)`: the page's lines, each ending in a newline, as bytes."""
-    null = "" if fmt == "csv" else "null"
-    helpers: dict[str, object] = {
-        **_CONSTANTS,
-        "N": null,
-        "U": _Memo(_converter("uuid", fmt, source), {None: null}),  # null is remembered too
-        "Q": _Memo(_converter("text", fmt, source), {None: null}),
-        "T": _Memo(_converter("time", fmt, source), {None: null}),
-        "J": _Memo(_converter("json", fmt, source), {None: null}),
-        "BN": {None: null, 0: "false", 1: "true"},
-        "q": _csv_text,
-        "j": _json_text,
-    }
-    select, variables = [], []
+    """The SELECT list and `page(rows)`: the page's lines, each ending in a newline, as bytes.
+
+    A page is written column by column: each selected value's column becomes the texts of its
+    positions in the line (a memo lookup or one small function per value, looped over in C by
+    `map`), and the lines are the positions zipped back together and joined.
+    """
+    select: list[str] = []
+    writers: list[tuple[ColumnWriter, list[int]]] = []
     groups: dict[str, list[list[int]]] = {}  # each group's runs: its columns that follow each other
     for index, column in enumerate(columns):
         if not column.name.isidentifier():
             raise ValueError(f"unexpected column name {column.name!r}")
         if column.reading in ("distinct", "single"):
             select.append(column.sql or _quoted(column.name))
-            variables.append(f"c{index}")
+            writers.append((_direct_writer(column, fmt, source), [index]))
             continue
         runs = groups.setdefault(column.reading, [])
         if runs and runs[-1][-1] == index - 1:
             runs[-1].append(index)
         else:
             runs.append([index])
-    prelude: list[str] = []
-    run_at: dict[int, str] = {}  # a run's first column → the variable that holds the run's text
-    for number, runs in enumerate(groups.values()):
+    for runs in groups.values():
         members = [columns[index] for run in runs for index in run]
-        convert = _group_converter(members, [len(run) for run in runs], fmt, source)
-        helpers[f"G{number}"] = _Memo(convert, {})
         values = ", ".join(_quoted(column.name) for column in members)
         select.append(f"json_array({values})" if source == "sqlite" else f"ROW({values})::text")
-        variables.append(f"g{number}")
-        names = [f"g{number}_{run}" for run in range(len(runs))]
-        run_at.update(zip([run[0] for run in runs], names, strict=True))
-        prelude.append(f"{', '.join(names)}, = G{number}[g{number}]")
-    texts = []
-    for index, column in enumerate(columns):
-        if index in run_at:
-            texts.append(f"{{{run_at[index]}}}")
-        elif column.reading in ("distinct", "single"):
-            statements, text = _cell(column, f"c{index}", fmt)
-            if statements:
-                prelude.append(statements)
-            bare = fmt == "csv" or column.kind == "line"
-            texts.append(text if bare else f'"{column.name}":{text}')
-    body = ",".join(texts) if fmt == "csv" else "{{" + ",".join(texts) + "}}"
-    indented = "\n".join("        " + line for statement in prelude for line in statement.split("\n"))
-    code = (
-        f"def page(rows, {', '.join(f'{name}={name}' for name in helpers)}):\n"
-        "    lines = []\n"
-        "    add = lines.append\n"
-        f"    for {', '.join(variables)}, in rows:\n"
-        f"{indented}\n"
-        f"        add(f{body!r})\n"
-        "    lines.append('')\n"
-        "    return NL.join(lines).encode()\n"
-    )
-    namespace = dict(helpers)
-    exec(compile(code, f"<export page, {fmt}>", "exec"), namespace)  # noqa: S102 (source built above)
-    return ExportPage(select, namespace["page"])  # type: ignore[arg-type]
+        writer = _group_writer(members, [len(run) for run in runs], fmt, source)
+        writers.append((writer, [run[0] for run in runs]))
+    # The line's positions in order: a column of its own, or the first of a group's run.
+    order = sorted(position for _, positions in writers for position in positions)
+    slot = {position: at for at, position in enumerate(order)}
+    placed = [(writer, [slot[position] for position in positions]) for writer, positions in writers]
+    head, separator, tail = ("", "\n", "\n") if fmt == "csv" else ("{", "}\n{", "}\n")
+
+    def page(rows: Sequence[Sequence[Any]]) -> bytes:
+        if not rows:
+            return b""
+        cells: list[Iterable[str]] = [()] * len(order)
+        for values, (writer, at) in zip(zip(*rows, strict=True), placed, strict=True):
+            for position, texts in zip(at, writer(values), strict=True):
+                cells[position] = texts
+        return (head + separator.join(map(",".join, zip(*cells, strict=True))) + tail).encode()
+
+    return ExportPage(select, page)

@@ -3,7 +3,7 @@
 Each line is exactly the bytes `export.encode_page` (csv module, pydantic and orjson) makes of the
 same record: ISO times without zero microseconds, `true`/`false`, empty cells for null, csv's
 minimal quoting, JSON string escapes (tests/metering/test_fast_export.py compares the two on awkward
-records). A generated Python function writes each page (metering/export_lines.py): from SQLite's
+records). Python writes each page column by column (metering/export_lines.py): from SQLite's
 raw values, where SQL functions are slow; from PostgreSQL, the text of the values that differ on
 every record, written by the database (SQL expressions below), while the columns that repeat
 (user, model, prices…) come as one ROW(…) text per group, written once per distinct value by

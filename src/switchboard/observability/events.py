@@ -12,24 +12,20 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
-from collections.abc import Container
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Container
+from typing import Any
 
 from switchboard.errors import error_code_of
 from switchboard.observability import finish, tracing
-from switchboard.observability.attempt import AttemptFacts
+from switchboard.observability.attempt import AttemptFacts, SettledCall
 from switchboard.observability.metrics import Metrics
 from switchboard.observability.request import CURRENT
-
-if TYPE_CHECKING:
-    from switchboard.metering.outcome import CallOutcome
-    from switchboard.upstream.types import UpstreamStream
 
 # The usage writer knows no app state; lifecycle.py tells this module whose metrics it feeds.
 _WRITERS: weakref.WeakKeyDictionary[Any, Metrics] = weakref.WeakKeyDictionary()
 
 
-def error_type_of(outcome: CallOutcome) -> str:
+def error_type_of(outcome: SettledCall) -> str:
     """'' for a call that succeeded; else its error code (`cancelled` when the client left)."""
     if outcome.status == "ok":
         return ""
@@ -74,14 +70,14 @@ def choices_answered(body: bytes) -> None:
             tracing.finish_reasons(request, finish.of_choices(body))
 
 
-def watch_choices(stream: UpstreamStream) -> UpstreamStream:
-    """An OpenAI-format stream, watched for its finish reasons when tracing is on (else as it is)."""
+def finish_reporter() -> Callable[[list[str]], None] | None:
+    """Where a watched stream hands its finish reasons when tracing is on (upstream/choices_watch.py)."""
     if not tracing.ON:
-        return stream
+        return None
     request = CURRENT.get()
     if request is None:
-        return stream
-    return finish.ChoicesWatch(stream, lambda reasons: tracing.finish_reasons(request, reasons))
+        return None
+    return lambda reasons: tracing.finish_reasons(request, reasons)
 
 
 def answer_finished(reasons: list[str]) -> None:
@@ -112,7 +108,7 @@ def stream_closed(metrics: Metrics | None) -> None:
         metrics.streams.dec()
 
 
-def _count_classes(metrics: Metrics, outcome: CallOutcome) -> None:
+def _count_classes(metrics: Metrics, outcome: SettledCall) -> None:
     economy = str(outcome.economy_id)
     for token_class, count in (
         ("cached", outcome.cached_tokens),
@@ -127,7 +123,7 @@ def call_settled(
     metrics: Metrics | None,
     listed: Container[str],
     call: AttemptFacts,
-    outcome: CallOutcome,
+    outcome: SettledCall,
     cost: int | None,
 ) -> None:
     """Every call's one ending: its duration, tokens and cost; its figures for the access record."""

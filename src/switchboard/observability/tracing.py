@@ -10,14 +10,11 @@ Prompt and completion text are never recorded: attributes are names, counts and 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from switchboard.observability.attempt import AttemptFacts
+from switchboard.observability.attempt import AttemptFacts, SettledCall
 from switchboard.observability.metrics import operation_of
 from switchboard.observability.request import RequestTelemetry
-
-if TYPE_CHECKING:
-    from switchboard.metering.outcome import CallOutcome
 
 log = logging.getLogger("switchboard.tracing")
 
@@ -155,7 +152,7 @@ def finish_reasons(request: RequestTelemetry, reasons: list[str]) -> None:
         request.span.set_attribute(FINISH_REASONS, reasons)
 
 
-def call_settled(request: RequestTelemetry, outcome: CallOutcome) -> None:
+def call_settled(request: RequestTelemetry, outcome: SettledCall) -> None:
     """Ends the last attempt's span with the usage its record carries."""
     span = request.attempt_span
     if span is None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 from switchboard.errors import BadRequest
 from switchboard.observability import events
-from switchboard.settings import Settings
-from switchboard.upstream import providers
+from switchboard.upstream import choices_watch, providers
 from switchboard.upstream.adapters.anthropic import AnthropicAdapter
 from switchboard.upstream.adapters.gemini import GeminiAdapter
 from switchboard.upstream.adapters.relay import AdaptedRelay
@@ -16,7 +16,34 @@ from switchboard.upstream.egress import Egress
 from switchboard.upstream.native import NativeRelay
 from switchboard.upstream.openai_relay import OpenAIRelay
 from switchboard.upstream.pool import ClientPool
+from switchboard.upstream.proxy import EgressProxy
 from switchboard.upstream.types import Timeouts, UpstreamReply, UpstreamStream, UpstreamTarget
+
+
+class ClientSettings(Protocol):
+    """What the client reads of the gateway's settings (settings.Settings satisfies it): upstream is
+    below configuration, which validates provider kinds, proxies and base URLs against it."""
+
+    @property
+    def upstream_connect_timeout(self) -> float: ...
+
+    @property
+    def upstream_first_byte_timeout(self) -> float: ...
+
+    @property
+    def upstream_idle_timeout(self) -> float: ...
+
+    @property
+    def max_upstream_response_bytes(self) -> int: ...
+
+    @property
+    def egress_proxy(self) -> EgressProxy | None: ...
+
+    @property
+    def ca_bundle(self) -> Path | None: ...
+
+    @property
+    def allow_private_upstreams(self) -> bool: ...
 
 
 class Relay(Protocol):
@@ -46,7 +73,7 @@ class UpstreamClient:
         self._translated: Relay | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> UpstreamClient:
+    def from_settings(cls, settings: ClientSettings) -> UpstreamClient:
         client = cls(
             Timeouts(
                 connect=settings.upstream_connect_timeout,
@@ -87,7 +114,7 @@ class UpstreamClient:
 
     def chat_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream:
         """A streamed chat completion; the provider is called on the first `__anext__`."""
-        return events.watch_choices(self._relay(target).chat_stream(target, body))
+        return choices_watch.watched(self._relay(target).chat_stream(target, body))
 
     async def embeddings(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamReply:
         if target.provider == "openai":
@@ -101,7 +128,7 @@ class UpstreamClient:
         return reply
 
     def completions_stream(self, target: UpstreamTarget, body: dict[str, Any]) -> UpstreamStream:
-        return events.watch_choices(self._openai_only(target).chat_stream(target, body, "/completions"))
+        return choices_watch.watched(self._openai_only(target).chat_stream(target, body, "/completions"))
 
     def _openai_only(self, target: UpstreamTarget) -> OpenAIRelay:
         if target.provider != "openai":

@@ -1,5 +1,5 @@
 """`switchboard keys rotate`: re-encrypt every credential (and webhook signing secret) under the first
-configured key, and say so."""
+configured key, and say so. A command over two domains, so it sits with the CLI, above both."""
 
 from __future__ import annotations
 
