@@ -1,5 +1,5 @@
 """What telemetry reads of a model call's attempt: a protocol, so observability needs no import of
-the pipeline that hands it the call (llm/context.PreparedCall satisfies it)."""
+the pipeline that hands it the attempt (llm/call_attempt.Attempt satisfies it)."""
 
 from __future__ import annotations
 
@@ -34,4 +34,4 @@ class AttemptFacts(Protocol):
     def economy_id(self) -> uuid.UUID: ...
 
     @property
-    def attempt(self) -> int: ...
+    def number(self) -> int: ...
