@@ -153,7 +153,7 @@ async def relay_json(
     outcome = build_outcome(last, status="ok", usage=usage, error_code=error_code)
     await settle(pipeline, last, reservation, outcome, stored)
     if ticket is not None and error_code is None:  # an answer the provider counted: complete
-        await remember_json(pipeline.cache, ticket, last.route, reply.body, usage)
+        await remember_json(pipeline.cache, ticket, last.model, last.credential, reply.body, usage)
     pipeline.credentials.touch(last.credential)
     return _JSONReply(reply.body, headers)
 
@@ -267,9 +267,11 @@ async def relay_stream(
             )
             await settle(pipeline, last, reservation, outcome, stored)
             # Only a complete answer the provider counted is kept: not an error, a cancel or an estimate.
-            complete = outcome_status == "ok" and error_code is None and usage is not None
+            complete = outcome_status == "ok" and error_code is None
             if ticket is not None and kept is not None and complete and usage is not None:
-                await remember_stream(pipeline.cache, ticket, last.route, kept, _ending(stream), usage)
+                await remember_stream(
+                    pipeline.cache, ticket, last.model, last.credential, kept, _ending(stream), usage
+                )
 
     async def never_started() -> None:
         # The client left after the provider's first event, before the response began: the provider

@@ -63,8 +63,8 @@ async def responses(
     """OpenAI's Responses API (SPEC §16), relayed to `openai`, over chat for other kinds."""
     body = parse_json_object(raw)
     stream = responses_request.check_responses_body(body)
-    arrival = _Arrival(pipeline, principal, headers, path, request_id, raw, body)
-    arrival.from_agent = responses_request.from_agent
+    surface = _Surface(from_agent=responses_request.from_agent)
+    arrival = _Arrival(pipeline, principal, headers, path, request_id, raw, body, surface)
     return await _call(arrival, "responses", stream, False)
 
 
@@ -74,10 +74,9 @@ async def messages(
     """Anthropic's Messages API (SPEC §16), relayed to `anthropic`, over chat for other kinds."""
     body = parse_json_object(raw)
     stream = messages_request.check_messages_body(body)
-    arrival = _Arrival(pipeline, principal, headers, path, request_id, raw, body)
-    arrival.provider_headers = messages_request.provider_headers(headers)
-    arrival.from_agent = messages_request.from_agent
-    arrival.check = _check_messages
+    lines = messages_request.provider_headers(headers)
+    surface = _Surface(lines, messages_request.from_agent, _check_messages)
+    arrival = _Arrival(pipeline, principal, headers, path, request_id, raw, body, surface)
     return await _call(arrival, "messages", stream, False)
 
 
@@ -95,10 +94,24 @@ async def embeddings(
     return await _call(arrival, "embeddings", False, False)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
+class _Surface:
+    """What a surface adds to a call of the pipeline's (chat's needs none of it)."""
+
+    # Header lines for a provider that speaks the surface (Messages: anthropic-version, -beta).
+    provider_headers: bytes = b""
+    # An agent's body (chat's shape, agents/apply.py) in the surface's shape.
+    from_agent: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # What the surface refuses to carry to the first attempt's provider, refused before anything runs.
+    check: Callable[[Attempt], None] | None = None
+
+
+_CHAT_LIKE = _Surface()
+
+
+@dataclass(frozen=True, slots=True)
 class _Arrival:
-    """What a /v1 model call arrived with, whichever way it was routed (fast path or framework),
-    and what its surface adds to it."""
+    """What a /v1 model call arrived with, whichever way it was routed (fast path or framework)."""
 
     pipeline: Pipeline
     principal: Principal
@@ -107,12 +120,7 @@ class _Arrival:
     request_id: str
     raw: bytes
     body: dict[str, Any]
-    # Header lines for a provider that speaks the surface (Messages: anthropic-version, -beta).
-    provider_headers: bytes = b""
-    # An agent's body (chat's shape, agents/apply.py) in the surface's shape.
-    from_agent: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    # What the surface refuses to carry to the first attempt's provider, refused before anything runs.
-    check: Callable[[Attempt], None] | None = None
+    surface: _Surface = _CHAT_LIKE
 
 
 async def _call(request: _Arrival, endpoint: str, stream: bool, wants_usage: bool) -> Response:
@@ -134,12 +142,12 @@ async def _call(request: _Arrival, endpoint: str, stream: bool, wants_usage: boo
                 endpoint=endpoint,
                 stream=stream,
                 request_id=request.request_id,
-                provider_headers=request.provider_headers,
-                from_agent=request.from_agent,
+                provider_headers=request.surface.provider_headers,
+                from_agent=request.surface.from_agent,
             )
         first = first_attempt(call)
-        if request.check is not None:
-            request.check(first)
+        if request.surface.check is not None:
+            request.surface.check(first)
         over_chat = _OVER_CHAT.get(kind)
         if over_chat is not None and first.model.provider != "openai":
             over_chat(first.body)  # what this provider cannot be asked is refused before anything runs
