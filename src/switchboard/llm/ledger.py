@@ -32,7 +32,7 @@ class Reservation:
     """What `begin` holds for a call: its id in the ledger, its idempotency claim, its limit holds
     and the output cap the limits set (SPEC §13), if they set one."""
 
-    call_id: str
+    call_id: str  # '' for a call with no limit and no idempotency claim: nothing refers to it
     claim: Claim | None
     hold: Hold | None
     gateway_cap: int | None
@@ -110,14 +110,17 @@ async def begin(
     chooses the output cap, and leaves what recovery needs with the idempotency `claim`. `hit`: the
     response cache's stored answer, which counts as it was (SPEC §23)."""
     call = first.request
-    call_id = os.urandom(16).hex()  # 128 random bits, as a uuid4's hex, without the UUID object
     limits = await pipeline.limits.applying(
         call.economy_id, call.principal.user_id, call.room_id, call.agent_id, call.principal.api_key_id
     )
     if hit is not None and limits:
         # SPEC §23: a hit counts as a request (and its tokens) and costs nothing against a cost limit.
         limits = tuple(limit for limit in limits if limit.metric != "cost")
-    record = recovery_record(first, call_id) if limits or claim is not None else None
+    recovered = bool(limits) or claim is not None
+    # The id names the call to recovery and to its holds' settlement: a call with neither has no use
+    # for one. 128 random bits, as a uuid4's hex, without the UUID object.
+    call_id = os.urandom(16).hex() if recovered else ""
+    record = recovery_record(first, call_id) if recovered else None
     hold, gateway_cap, routes = None, None, call.routes
     if limits:
         if hit is not None:
