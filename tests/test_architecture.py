@@ -108,6 +108,20 @@ def test_the_pipeline_takes_no_untyped_state() -> None:
     assert untyped == []
 
 
+def test_a_calls_request_attempts_reservation_and_cache_ticket_are_frozen() -> None:
+    """What the client asked is decoded once and never changed; each attempt is a new value; what
+    `ledger.begin` holds is returned, not set on the call (STYLE.md, "Immutable where it can be")."""
+    from switchboard.cache.request import CacheTicket
+    from switchboard.llm.call_attempt import Attempt
+    from switchboard.llm.context import CallRequest
+    from switchboard.llm.ledger import Reservation
+
+    for value in (CallRequest, Attempt, Reservation, CacheTicket):
+        params = getattr(value, "__dataclass_params__", None)
+        assert params is not None and params.frozen, value.__name__
+        assert "__slots__" in vars(value), value.__name__  # no per-call __dict__
+
+
 def test_every_module_opens_with_a_docstring() -> None:
     missing = [rel(path) for path, tree in modules() if path.stat().st_size and not ast.get_docstring(tree)]
     assert missing == []

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from switchboard.cache.entry import CachedAnswer
 from switchboard.config_file import MAX_CACHE_TTL_S
 from switchboard.credentials.store import CredentialRef
 from switchboard.errors import BadRequest
@@ -80,11 +81,11 @@ def entry_key(digest: bytes, provider: str, model: str, credential: CredentialRe
     return hashlib.sha256(digest + orjson.dumps(scope)).digest()
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class CacheTicket:
-    """A call the cache applies to: its TTL and request digest; `hit` once a stored answer was found."""
+    """A call the cache applies to: its TTL and request digest, and the stored answer on a hit."""
 
     ttl_s: int
     digest: bytes
     key: bytes
-    hit: Any = None  # a CachedAnswer (cache/entry.py) on a hit
+    hit: CachedAnswer | None = None

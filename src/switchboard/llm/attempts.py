@@ -17,8 +17,8 @@ from typing import TypeVar
 import anyio
 
 from switchboard.errors import SwitchboardError, UpstreamCredentialRejected, error_code_of
-from switchboard.llm.context import PreparedCall
-from switchboard.llm.ledger import cap_for_route, record_attempt, settle
+from switchboard.llm.call_attempt import Attempt, next_attempt
+from switchboard.llm.ledger import Reservation, record_attempt, settle
 from switchboard.llm.outcomes import USAGE_ESTIMATED, build_outcome, prompt_estimate
 from switchboard.llm.services import Pipeline
 from switchboard.metering.outcome import CallOutcome
@@ -33,18 +33,22 @@ ATTEMPTS_HEADER = "x-switchboard-attempts"
 
 
 class Attempts:
-    """One per call; `route` is the attempt under way (also on the call: `model`, `credential`)."""
+    """One per call; `current` is the attempt under way (its route, model, credential and body)."""
 
-    __slots__ = ("_call", "_errors", "_index", "_pending", "_pipeline", "_tries", "route")
+    __slots__ = ("_errors", "_index", "_pending", "_pipeline", "_tries", "current", "reservation")
 
-    def __init__(self, pipeline: Pipeline, call: PreparedCall) -> None:
+    def __init__(self, pipeline: Pipeline, first: Attempt, reservation: Reservation) -> None:
         self._pipeline = pipeline
-        self._call = call
+        self.reservation = reservation
         self._index = 0
         self._tries = 0  # tries of the current route after its first
         self._errors: list[BaseException] = []
         self._pending: CallOutcome | None = None  # the failed attempt before this one, not yet recorded
-        self.route: Route = call.routes[0]
+        self.current: Attempt = first
+
+    @property
+    def route(self) -> Route:
+        return self.current.route
 
     async def walk(self, ask: Callable[[], Awaitable[T]]) -> T:
         """`ask()`'s answer from the first attempt that gives one; raises the call's final failure
@@ -54,7 +58,7 @@ class Attempts:
             try:
                 if self._pending is not None:
                     outcome, self._pending = self._pending, None
-                    await record_attempt(self._pipeline, self._call, outcome)
+                    await record_attempt(self._pipeline, self.reservation, outcome, self.current)
                 return await ask()
             except BaseException as raised:
                 error = raised
@@ -75,20 +79,17 @@ class Attempts:
             routing.failed(self.route, verdict, error)
 
     def _attempt_failed(self, error: BaseException) -> None:
-        events.attempt_failed(self._pipeline.metrics, self._call, error)
+        events.attempt_failed(self._pipeline.metrics, self.current, error)
         if isinstance(error, UpstreamCredentialRejected) and self._pipeline.webhooks is not None:
-            self._pipeline.webhooks.credential_rejected(self._call)
+            self._pipeline.webhooks.credential_rejected(self.current)
 
     def _begin(self) -> None:
-        call = self._call
         if self._errors:  # a later attempt: the same route again, or the next
-            call.attempt += 1
-            route = self.route = call.routes[self._index]
-            call.model, call.credential = route.model, route.credential
-            call.body["model"] = route.model.model
-            cap_for_route(call)
-        self._pipeline.routing.started(self.route)
-        events.attempt_started(call)
+            reservation = self.reservation
+            route = reservation.routes[self._index]
+            self.current = next_attempt(self.current, route, reservation.gateway_cap)
+        self._pipeline.routing.started(self.current.route)
+        events.attempt_started(self.current)
 
     async def _failed(self, error: BaseException) -> bool:
         """Whether another attempt follows this failed one."""
@@ -107,12 +108,14 @@ class Attempts:
         if verdict is Verdict.RETRY and self._tries < route.settings.retries:
             self._tries += 1
             pause = RETRY_PAUSE_S * random.uniform(0.5, 1.5)  # jitter, not a secret
-        elif self._index + 1 < len(self._call.routes):
+        elif self._index + 1 < len(self.reservation.routes):
             self._index += 1
             self._tries = 0
         else:
             return False
-        self._pending = build_outcome(self._call, status="error", usage=None, error_code=error_code_of(error))
+        self._pending = build_outcome(
+            self.current, status="error", usage=None, error_code=error_code_of(error)
+        )
         if pause:
             try:
                 await asyncio.sleep(pause)
@@ -120,7 +123,7 @@ class Attempts:
                 # The client left during the pause: the failed attempt is the call's last.
                 outcome, self._pending = self._pending, None
                 with anyio.CancelScope(shield=True):
-                    await settle(self._pipeline, self._call, outcome)
+                    await settle(self._pipeline, self.current, self.reservation, outcome)
                 raise
         return True
 
@@ -130,18 +133,22 @@ class Attempts:
         if cancelled:
             # The client left while the attempt was under way: the provider has (most likely) the
             # prompt, and will bill it, so the record carries its estimate, which limits count too.
-            usage = Usage(prompt_tokens=prompt_estimate(self._call.body))
+            usage = Usage(prompt_tokens=prompt_estimate(self.current.body))
             outcome = build_outcome(
-                self._call, status="cancelled", usage=usage, error_code=USAGE_ESTIMATED, usage_estimated=True
+                self.current,
+                status="cancelled",
+                usage=usage,
+                error_code=USAGE_ESTIMATED,
+                usage_estimated=True,
             )
         else:
-            outcome = build_outcome(self._call, status="error", usage=None, error_code=error_code_of(error))
+            outcome = build_outcome(self.current, status="error", usage=None, error_code=error_code_of(error))
         # No stored answer: the idempotency key is released, so the call may be tried again.
         with anyio.CancelScope(shield=True):
-            await settle(self._pipeline, self._call, outcome)
+            await settle(self._pipeline, self.current, self.reservation, outcome)
         if cancelled or not self._errors:
             return error
         final = final_error(self._errors)
         if isinstance(final, SwitchboardError):
-            final.headers[ATTEMPTS_HEADER] = str(self._call.attempt)
+            final.headers[ATTEMPTS_HEADER] = str(self.current.number)
         return final

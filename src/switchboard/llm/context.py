@@ -1,24 +1,25 @@
-"""Prepares a /v1 call: room and economy context, agent, selector, model and credential (SPEC §5)."""
+"""Prepares a /v1 call: room and economy context, agent, selector, model and credential (SPEC §5).
+
+What the client asked is decoded once into a `CallRequest`, which nothing changes afterwards: what
+changes per attempt is an `Attempt` (llm/call_attempt.py), and what `ledger.begin` holds for the
+call is its `Reservation`.
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.datastructures import Headers
 
 from switchboard.auth.principal import Principal
-from switchboard.cache.request import CacheTicket
 from switchboard.catalog.catalog import Catalog
 from switchboard.catalog.selectors import Selector, parse_selector
-from switchboard.config_file import ModelEntry
-from switchboard.credentials.store import CredentialRef
 from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import BadRequest, Forbidden
-from switchboard.idempotency.service import Claim
-from switchboard.limits.enforce import Hold
 from switchboard.llm.services import Pipeline
 from switchboard.metering.resolution import resolve_economy
 from switchboard.routing.plan import plan_routes
@@ -28,14 +29,16 @@ from switchboard.routing.route import Route
 MAX_HEADER_ID = 128
 
 
-@dataclass
-class PreparedCall:
+@dataclass(frozen=True, slots=True)
+class CallRequest:
+    """A /v1 model call as the client asked it, decoded once; never changed afterwards."""
+
     principal: Principal
     request_id: str
     endpoint: str
     selector: str
-    model: ModelEntry
-    credential: CredentialRef
+    # The body as received, less the fields that only steer routing (`models`, `provider`), and in
+    # an agent's shape for an `agent:` selector. Never changed: an attempt's body is built from it.
     body: dict[str, Any]
     stream: bool
     room_id: uuid.UUID | None
@@ -44,19 +47,10 @@ class PreparedCall:
     session_id: str | None
     idempotency_key: str | None
     started: float
-    # Every attempt the call may make, in order (routing/plan.py); `model` and `credential` are
-    # those of the attempt under way, numbered `attempt`.
-    routes: list[Route]
-    attempt: int = 1
-    # Set once the call runs: its id in the ledger, its idempotency claim and its limit holds.
-    call_id: str = ""
-    claim: Claim | None = None
-    hold: Hold | None = None
-    gateway_cap: int | None = None  # the output cap the limits set (SPEC §13), if they set one
+    # Every attempt the call may make, in order (routing/plan.py).
+    routes: Sequence[Route]
     # Header lines for a provider that speaks the call's surface (anthropic-version, anthropic-beta).
     provider_headers: bytes = b""
-    # The response cache's ticket when it applies to the call (SPEC §23; its stored answer on a hit).
-    cache: CacheTicket | None = None
 
 
 def _room_from(principal: Principal, headers: Headers) -> uuid.UUID | None:
@@ -88,14 +82,21 @@ async def prepare_call(
     endpoint: str,
     stream: bool,
     request_id: str,
-) -> PreparedCall:
+    provider_headers: bytes = b"",
+    from_agent: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> CallRequest:
+    """`from_agent`: the surface's shape of an agent's body (agents/apply.py writes chat's)."""
     started = time.perf_counter()
     if not principal.can_write:
         raise Forbidden("this token may not call models (Viewer role or read-only delegation)")
     catalog: Catalog = pipeline.catalog
-    # `models` and `provider` steer routing and never reach the provider.
-    listed = take_models(body) if "models" in body else None
-    preferences = take_preferences(body) if "provider" in body else None
+    listed, preferences = None, None
+    if "models" in body or "provider" in body:
+        # `models` and `provider` steer routing and never reach the provider; they are taken out of
+        # a copy, leaving the client's body as it came.
+        body = dict(body)
+        listed = take_models(body) if "models" in body else None
+        preferences = take_preferences(body) if "provider" in body else None
     if listed is not None and body.get("model") is None:
         selector = listed[0]  # `model` may be omitted when `models` is given
     else:
@@ -109,7 +110,7 @@ async def prepare_call(
         applied = await apply_agent(sessions(), principal, selector.agent_id or "", body)
         agent_id = applied.agent_id
         agent_economy = applied.economy_id
-        body = applied.body
+        body = applied.body if from_agent is None else from_agent(applied.body)
         if room_id is None:
             room_id = applied.room_id
         selector = parse_selector(applied.selector)
@@ -122,16 +123,12 @@ async def prepare_call(
     reach = await pipeline.credentials.spendable(principal, room_id)
     scopes = _SCOPES_WITH_ROOM if room_id else _SCOPES
     routes = plan_routes(catalog, selectors, preferences, reach, pipeline.routing, scopes)
-    first = routes[0]
     economy = await resolve_economy(sessions, principal, headers.get("x-economy-id"), agent_economy, room_id)
-    body["model"] = first.model.model
-    return PreparedCall(
+    return CallRequest(
         principal=principal,
         request_id=request_id,
         endpoint=endpoint,
         selector=selector.text if agent_id is None else f"agent:{agent_id}",
-        model=first.model,
-        credential=first.credential,
         body=body,
         stream=stream,
         room_id=room_id,
@@ -141,6 +138,7 @@ async def prepare_call(
         idempotency_key=headers.get("idempotency-key"),
         started=started,
         routes=routes,
+        provider_headers=provider_headers,
     )
 
 

@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from switchboard.auth.principal import Principal
 from switchboard.db.on_demand import SessionOnDemand
+from switchboard.llm.call_attempt import first_attempt
 from switchboard.llm.context import prepare_call
 from switchboard.llm.request_body import parse_json_object
 from switchboard.llm.services import Pipeline
@@ -41,23 +42,25 @@ async def count_tokens(
             endpoint="messages",
             stream=False,
             request_id=request_id,
+            provider_headers=lines,
+            from_agent=messages_request.from_agent,
         )
-    if call.agent_id is not None:
-        call.body = messages_request.from_agent(call.body)
+    first = first_attempt(call)
+    model, credential = first.model, first.credential
     answer_headers = {
-        "x-switchboard-model": f"{call.model.provider}/{call.model.model}",
-        "x-switchboard-credential": str(call.credential.id) if call.credential.id else "deployment",
+        "x-switchboard-model": f"{model.provider}/{model.model}",
+        "x-switchboard-credential": str(credential.id) if credential.id else "deployment",
     }
-    if call.model.provider == "anthropic":
+    if model.provider == "anthropic":
         target = UpstreamTarget(
-            provider=call.model.provider,
-            model=call.model.model,
-            secret=await pipeline.credentials.reveal(call.credential),
-            base_url=call.credential.base_url,
+            provider=model.provider,
+            model=model.model,
+            secret=await pipeline.credentials.reveal(credential),
+            base_url=credential.base_url,
             allow_private=pipeline.settings.allow_private_upstreams,
         )
-        reply = await pipeline.upstream.native.json(target, ANTHROPIC_COUNT_TOKENS, call.body, lines)
+        reply = await pipeline.upstream.native.json(target, ANTHROPIC_COUNT_TOKENS, first.body, lines)
         answer = reply.body
     else:
-        answer = orjson.dumps({"input_tokens": count_input_tokens(call.body)})
+        answer = orjson.dumps({"input_tokens": count_input_tokens(first.body)})
     return Response(answer, media_type="application/json", headers=answer_headers)

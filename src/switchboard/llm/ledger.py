@@ -1,5 +1,6 @@
-"""A model call's place in the ledger: its limit holds before the provider is called, and the one
-settlement every ending goes through (success, error, cancel; crash recovery in llm/upkeep.py).
+"""A model call's place in the ledger: its limit holds before the provider is called (`begin`
+returns them as the call's `Reservation`), and the one settlement every ending goes through
+(success, error, cancel; crash recovery in llm/upkeep.py).
 """
 
 from __future__ import annotations
@@ -8,35 +9,42 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from switchboard.config_file import ModelEntry
+from switchboard.cache.entry import CachedAnswer
 from switchboard.errors import LimitRefused
-from switchboard.idempotency.service import StoredResponse
+from switchboard.idempotency.service import Claim, StoredResponse
 from switchboard.limits import enforce
 from switchboard.limits import ledger as limits_ledger
+from switchboard.limits.enforce import Hold
 from switchboard.limits.rules import Limit
-from switchboard.llm.context import PreparedCall
+from switchboard.llm.call_attempt import Attempt, model_max
 from switchboard.llm.outcomes import build_outcome
 from switchboard.llm.prompt_bound import prompt_bound
 from switchboard.llm.services import Pipeline
 from switchboard.metering.outcome import CallOutcome, Settlement
 from switchboard.observability import events
-from switchboard.upstream.prices import litellm_max_output
+from switchboard.routing.route import Route
 
 GATEWAY_CRASHED = "gateway_crashed"
 
 
-def _model_max(endpoint: str, model: ModelEntry) -> int:
-    if endpoint == "embeddings":
-        return 0
-    return litellm_max_output(model.provider, model.model) or enforce.DEFAULT_MAX_OUTPUT
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """What `begin` holds for a call: its id in the ledger, its idempotency claim, its limit holds
+    and the output cap the limits set (SPEC §13), if they set one."""
+
+    call_id: str  # '' for a call with no limit and no idempotency claim: nothing refers to it
+    claim: Claim | None
+    hold: Hold | None
+    gateway_cap: int | None
+    # The request's routes the hold covers (a fallback whose worst case does not fit is left out).
+    routes: Sequence[Route]
 
 
-async def _fallbacks(
-    pipeline: Pipeline, call: PreparedCall, with_prices: bool
-) -> tuple[enforce.Fallback, ...]:
+async def _fallbacks(pipeline: Pipeline, attempt: Attempt, with_prices: bool) -> tuple[enforce.Fallback, ...]:
     """The models the call's later routes may fall back to (SPEC §14), other than the first route's,
     each once: a call's hold covers every model it may end up calling."""
-    first = (call.model.provider, call.model.model)
+    call = attempt.request
+    first = (attempt.model.provider, attempt.model.model)
     fallbacks: dict[tuple[str, str], enforce.Fallback] = {}
     for route in call.routes:
         model = route.model
@@ -46,7 +54,7 @@ async def _fallbacks(
         prices = None
         if with_prices:
             prices, _ = await pipeline.call_sink.price_of(call.economy_id, model.provider, model.model)
-        fallbacks[key] = enforce.Fallback(key, prices, _model_max(call.endpoint, model))
+        fallbacks[key] = enforce.Fallback(key, prices, model_max(call.endpoint, model))
     return tuple(fallbacks.values())
 
 
@@ -59,34 +67,35 @@ class RecoveryRecord(CallOutcome):
     call_id: str = ""
 
 
-def recovery_record(call: PreparedCall) -> RecoveryRecord:
+def recovery_record(attempt: Attempt, call_id: str) -> RecoveryRecord:
     outcome = build_outcome(
-        call,
+        attempt,
         status="abandoned",
         usage=None,
         error_code=GATEWAY_CRASHED,
         of=RecoveryRecord,
-        call_id=call.call_id,
+        call_id=call_id,
     )
     assert isinstance(outcome, RecoveryRecord)
     return outcome
 
 
 async def _ask(
-    pipeline: Pipeline, call: PreparedCall, limits: Sequence[Limit]
+    pipeline: Pipeline, attempt: Attempt, limits: Sequence[Limit]
 ) -> tuple[enforce.Ask, tuple[enforce.Fallback, ...]]:
+    call = attempt.request
     prices, markup = None, 0
     costed = any(limit.metric == "cost" for limit in limits)
     if costed:
-        model = call.model
+        model = attempt.model
         prices, markup = await pipeline.call_sink.price_of(call.economy_id, model.provider, model.model)
-    fallbacks = await _fallbacks(pipeline, call, costed) if len(call.routes) > 1 else ()
+    fallbacks = await _fallbacks(pipeline, attempt, costed) if len(call.routes) > 1 else ()
     ask = enforce.Ask(
         endpoint=call.endpoint,
         # never below what a provider can bill: an estimate would let concurrent calls overspend
         prompt_tokens=prompt_bound(call.body, ((r.model.provider, r.model.model) for r in call.routes)),
         own_cap=enforce.own_cap(call.endpoint, call.body),
-        model_max=_model_max(call.endpoint, call.model),
+        model_max=model_max(call.endpoint, attempt.model),
         prices=prices,
         markup_bps=markup,
         fallbacks=fallbacks,
@@ -94,33 +103,39 @@ async def _ask(
     return ask, fallbacks
 
 
-async def begin(pipeline: Pipeline, call: PreparedCall) -> None:
+async def begin(
+    pipeline: Pipeline, first: Attempt, claim: Claim | None, hit: CachedAnswer | None = None
+) -> Reservation:
     """Holds the call's worst case against every limit that applies (402/429 when one does not fit),
-    sets the output cap the gateway chose, and leaves what recovery needs with the idempotency claim.
-    """
-    call.call_id = os.urandom(16).hex()  # 128 random bits, as a uuid4's hex, without the UUID object
+    chooses the output cap, and leaves what recovery needs with the idempotency `claim`. `hit`: the
+    response cache's stored answer, which counts as it was (SPEC §23)."""
+    call = first.request
     limits = await pipeline.limits.applying(
         call.economy_id, call.principal.user_id, call.room_id, call.agent_id, call.principal.api_key_id
     )
-    hit = call.cache.hit if call.cache is not None else None
     if hit is not None and limits:
         # SPEC §23: a hit counts as a request (and its tokens) and costs nothing against a cost limit.
         limits = tuple(limit for limit in limits if limit.metric != "cost")
-    record = recovery_record(call) if limits or call.claim is not None else None
+    recovered = bool(limits) or claim is not None
+    # The id names the call to recovery and to its holds' settlement: a call with neither has no use
+    # for one. 128 random bits, as a uuid4's hex, without the UUID object.
+    call_id = os.urandom(16).hex() if recovered else ""
+    record = recovery_record(first, call_id) if recovered else None
+    hold, gateway_cap, routes = None, None, call.routes
     if limits:
         if hit is not None:
             usage = hit.usage
             ask = enforce.Ask(call.endpoint, usage.prompt_tokens, usage.completion_tokens, 0, None, 0)
             fallbacks: tuple[enforce.Fallback, ...] = ()
         else:
-            ask, fallbacks = await _ask(pipeline, call, limits)
+            ask, fallbacks = await _ask(pipeline, first, limits)
         try:
-            call.hold, plan = await enforce.reserve(
+            hold, plan = await enforce.reserve(
                 pipeline.write_transactions,
                 pipeline.hold_leases,
                 limits,
                 ask,
-                call_id=call.call_id,
+                call_id=call_id,
                 call=record,
                 lease_seconds=pipeline.settings.lease_seconds,
             )
@@ -129,67 +144,64 @@ async def begin(pipeline: Pipeline, call: PreparedCall) -> None:
             if pipeline.webhooks is not None:
                 pipeline.webhooks.limit_refused(call, refused)
             raise
-        if plan.cap is not None:
-            call.gateway_cap = plan.cap
-            call.body[enforce.cap_field(call.endpoint)] = plan.cap
+        gateway_cap = plan.cap
         if not all(plan.covered):
             # A fallback whose worst case does not fit what is left would overspend: never taken.
             left_out = {f.model for f, ok in zip(fallbacks, plan.covered, strict=True) if not ok}
-            call.routes = [r for r in call.routes if (r.model.provider, r.model.model) not in left_out]
-    if call.claim is not None and record is not None:
-        await pipeline.idempotency.attach(call.claim, record)
+            routes = [r for r in routes if (r.model.provider, r.model.model) not in left_out]
+    if claim is not None and record is not None:
+        await pipeline.idempotency.attach(claim, record)
+    return Reservation(call_id, claim, hold, gateway_cap, routes)
 
 
-def cap_for_route(call: PreparedCall) -> None:
-    """A later attempt's model may give shorter answers than the first's, and a provider refuses a cap
-    above its model's (400): the cap the gateway set is brought within it, and back up for a model
-    that allows it. A caller's own cap is the caller's to choose and is left as sent."""
-    if call.gateway_cap is not None:
-        model_max = _model_max(call.endpoint, call.model)
-        call.body[enforce.cap_field(call.endpoint)] = min(call.gateway_cap, model_max)
-
-
-async def record_attempt(pipeline: Pipeline, call: PreparedCall, outcome: CallOutcome) -> None:
+async def record_attempt(
+    pipeline: Pipeline, reservation: Reservation, outcome: CallOutcome, under_way: Attempt
+) -> None:
     """The record of an attempt the call moved on from (SPEC §14); the call's last attempt is
     recorded by `settle`, which also ends its holds and its idempotency claim."""
     await pipeline.call_sink.record(outcome)
     events.attempt_moved_on(pipeline.metrics)
-    if call.hold is not None or call.claim is not None:
-        await _follow_attempt(pipeline, call)
+    if reservation.hold is not None or reservation.claim is not None:
+        await _follow_attempt(pipeline, reservation, under_way)
 
 
-async def _follow_attempt(pipeline: Pipeline, call: PreparedCall) -> None:
+async def _follow_attempt(pipeline: Pipeline, reservation: Reservation, under_way: Attempt) -> None:
     """Recovery's record follows the call to the attempt now under way: should the replica die in
     it, the `abandoned` record names that attempt, its model and its credential, not the first's."""
-    record = recovery_record(call)
-    if call.hold is not None:
+    record = recovery_record(under_way, reservation.call_id)
+    if reservation.hold is not None:
         async with pipeline.engine.begin() as conn:
-            await limits_ledger.remember_call(conn, call.call_id, record)
-    if call.claim is not None:
-        await pipeline.idempotency.attach(call.claim, record)
+            await limits_ledger.remember_call(conn, reservation.call_id, record)
+    if reservation.claim is not None:
+        await pipeline.idempotency.attach(reservation.claim, record)
 
 
 async def settle(
-    pipeline: Pipeline, call: PreparedCall, outcome: CallOutcome, stored: StoredResponse | None = None
+    pipeline: Pipeline,
+    last: Attempt,
+    reservation: Reservation,
+    outcome: CallOutcome,
+    stored: StoredResponse | None = None,
 ) -> None:
-    """The record, the limits' settlement and the idempotent answer (`stored`; None releases the key),
-    committed together; returns once they are."""
+    """The record of the call's `last` attempt, the limits' settlement and the idempotent answer
+    (`stored`; None releases the key), committed together; returns once they are."""
     settlement = None
-    if call.hold is not None or call.claim is not None:
+    hold, claim = reservation.hold, reservation.claim
+    if hold is not None or claim is not None:
         settlement = Settlement(
-            call_id=call.call_id if call.hold is not None else None,
-            limits=call.hold.limits if call.hold is not None else (),
-            claim=call.claim,
+            call_id=reservation.call_id if hold is not None else None,
+            limits=hold.limits if hold is not None else (),
+            claim=claim,
             stored=stored,
         )
     cost: int | None = None  # the record's, once committed (metrics and the access record)
     try:
         cost = await pipeline.call_sink.record(outcome, settlement)
     finally:
-        events.call_settled(pipeline.metrics, pipeline.catalog.by_key, call, outcome, cost)
-        if call.hold is not None and cost and pipeline.webhooks is not None:
-            pipeline.webhooks.cost_settled(call.hold.limits)  # budget thresholds, checked off the call
-        if call.hold is not None:
-            await call.hold.stop()
-        if call.claim is not None:
-            await pipeline.idempotency.forget(call.claim)
+        events.call_settled(pipeline.metrics, pipeline.catalog.by_key, last, outcome, cost)
+        if hold is not None and cost and pipeline.webhooks is not None:
+            pipeline.webhooks.cost_settled(hold.limits)  # budget thresholds, checked off the call
+        if hold is not None:
+            await hold.stop()
+        if claim is not None:
+            await pipeline.idempotency.forget(claim)

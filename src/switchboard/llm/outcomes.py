@@ -8,13 +8,13 @@ from typing import Any
 import orjson
 
 from switchboard.kit.clock import utcnow
-from switchboard.llm.context import PreparedCall
+from switchboard.llm.call_attempt import Attempt
 from switchboard.metering.outcome import CallOutcome, CallStatus
 from switchboard.upstream.types import Usage
 
 
 def build_outcome(
-    call: PreparedCall,
+    attempt: Attempt,
     *,
     status: CallStatus,
     usage: Usage | None,
@@ -24,8 +24,10 @@ def build_outcome(
     of: type[CallOutcome] = CallOutcome,
     **extra: Any,
 ) -> CallOutcome:
-    """The record of `call` as it ends now; `of` and `extra`: a CallOutcome subclass and its fields."""
+    """The record of the call as it ends now in `attempt`; `of` and `extra`: a CallOutcome subclass
+    and its fields."""
     usage = usage or Usage()
+    call, route = attempt.request, attempt.route
     return of(
         request_id=call.request_id,
         occurred_at=utcnow(),
@@ -34,10 +36,10 @@ def build_outcome(
         room_id=call.room_id,
         agent_id=call.agent_id,
         session_id=call.session_id,
-        credential_id=call.credential.id,
-        credential_scope=call.credential.scope,
-        provider=call.model.provider,
-        model=call.model.model,
+        credential_id=route.credential.id,
+        credential_scope=route.credential.scope,
+        provider=route.model.provider,
+        model=route.model.model,
         selector=call.selector,
         endpoint=call.endpoint,
         stream=call.stream,
@@ -55,7 +57,7 @@ def build_outcome(
         idempotency_key=call.idempotency_key,
         usage_estimated=usage_estimated or error_code == USAGE_ESTIMATED,
         api_key_id=call.principal.api_key_id,
-        attempt=call.attempt,
+        attempt=attempt.number,
         **extra,
     )
 

@@ -11,12 +11,13 @@ from starlette.responses import Response
 
 from switchboard.cache.remember import remember_json, remember_stream
 from switchboard.cache.request import HEADER as CACHE_HEADER
+from switchboard.cache.request import CacheTicket
 from switchboard.errors import SwitchboardError, error_code_of
 from switchboard.llm.attempts import ATTEMPTS_HEADER, Attempts
+from switchboard.llm.call_attempt import Attempt
 from switchboard.llm.completions import TextCompletionStream, chat_body, text_completion_reply
-from switchboard.llm.context import PreparedCall
 from switchboard.llm.idempotent import stored_from
-from switchboard.llm.ledger import settle
+from switchboard.llm.ledger import Reservation, settle
 from switchboard.llm.outcomes import (
     USAGE_ESTIMATED,
     build_outcome,
@@ -27,7 +28,6 @@ from switchboard.llm.services import Pipeline
 from switchboard.llm.sse_response import SSEResponse
 from switchboard.metering.outcome import CallStatus
 from switchboard.observability import events as telemetry
-from switchboard.routing.route import Route
 from switchboard.surfaces import messages_request, responses_request
 from switchboard.surfaces.messages_reply import message_reply
 from switchboard.surfaces.messages_stream import HeldStop, MessagesStream
@@ -44,16 +44,17 @@ UPSTREAM_MALFORMED = "upstream_malformed"
 SSE_TYPE = "text/event-stream; charset=utf-8"
 
 
-def gateway_headers(call: PreparedCall) -> dict[str, str]:
+def gateway_headers(attempt: Attempt, reservation: Reservation, ticket: CacheTicket | None) -> dict[str, str]:
     """The answering attempt's model and credential, and how many attempts the call took."""
+    model, credential = attempt.route.model, attempt.route.credential
     headers = {
-        "x-switchboard-model": f"{call.model.provider}/{call.model.model}",
-        "x-switchboard-credential": str(call.credential.id) if call.credential.id else "deployment",
-        ATTEMPTS_HEADER: "1" if call.attempt == 1 else str(call.attempt),
+        "x-switchboard-model": f"{model.provider}/{model.model}",
+        "x-switchboard-credential": str(credential.id) if credential.id else "deployment",
+        ATTEMPTS_HEADER: "1" if attempt.number == 1 else str(attempt.number),
     }
-    if call.hold is not None:
-        headers.update(call.hold.headers)
-    if call.cache is not None:
+    if reservation.hold is not None:
+        headers.update(reservation.hold.headers)
+    if ticket is not None:
         headers[CACHE_HEADER] = "miss"  # a hit says so itself (llm/cached_answers.py)
     return headers
 
@@ -72,17 +73,18 @@ class _JSONReply(Response):
         ]
 
 
-async def _target(pipeline: Pipeline, call: PreparedCall, route: Route) -> UpstreamTarget:
-    secret = await pipeline.credentials.reveal(call.credential)
-    settings, routing = pipeline.settings, route.settings
+async def _target(pipeline: Pipeline, attempt: Attempt) -> UpstreamTarget:
+    model, credential = attempt.route.model, attempt.route.credential
+    secret = await pipeline.credentials.reveal(credential)
+    settings, routing = pipeline.settings, attempt.route.settings
     # The route's timeouts where tighter than the deployment's: the upstream applies them itself.
     first_byte = routing.first_byte_timeout_s
     connect = routing.connect_timeout_s
     return UpstreamTarget(
-        provider=call.model.provider,
-        model=call.model.model,
+        provider=model.provider,
+        model=model.model,
         secret=secret,
-        base_url=call.credential.base_url,
+        base_url=credential.base_url,
         allow_private=settings.allow_private_upstreams,
         first_byte=first_byte if first_byte < settings.upstream_first_byte_timeout else None,
         connect=connect if connect < settings.upstream_connect_timeout else None,
@@ -90,9 +92,9 @@ async def _target(pipeline: Pipeline, call: PreparedCall, route: Route) -> Upstr
     )
 
 
-def _model_max(call: PreparedCall) -> int | None:
+def _model_max(attempt: Attempt) -> int | None:
     """The attempt's model's largest answer, as litellm's map knows it."""
-    return litellm_max_output(call.model.provider, call.model.model)
+    return litellm_max_output(attempt.model.provider, attempt.model.model)
 
 
 def _attempt_kind(kind: str, provider: str) -> str:
@@ -105,49 +107,54 @@ def _attempt_kind(kind: str, provider: str) -> str:
     return kind
 
 
-async def _ask_json(pipeline: Pipeline, call: PreparedCall, kind: str, route: Route) -> UpstreamReply:
-    """One attempt at a non-streamed answer, with the attempt's model and credential."""
-    target = await _target(pipeline, call, route)
-    kind = _attempt_kind(kind, call.model.provider)
+async def _ask_json(pipeline: Pipeline, attempt: Attempt, kind: str) -> UpstreamReply:
+    """One attempt at a non-streamed answer, with the attempt's model, credential and body."""
+    target = await _target(pipeline, attempt)
+    kind = _attempt_kind(kind, attempt.model.provider)
+    body = attempt.body
     if kind == "embeddings":
-        reply: UpstreamReply = await pipeline.upstream.embeddings(target, call.body)
+        reply: UpstreamReply = await pipeline.upstream.embeddings(target, body)
     elif kind == "completions":
-        reply = await pipeline.upstream.completions(target, call.body)
+        reply = await pipeline.upstream.completions(target, body)
     elif kind == "completions_over_chat":
-        reply = text_completion_reply(await pipeline.upstream.chat(target, chat_body(call.body)))
+        reply = text_completion_reply(await pipeline.upstream.chat(target, chat_body(body)))
     elif kind == "responses":
-        reply = await pipeline.upstream.native.json(target, OPENAI_RESPONSES, call.body)
+        reply = await pipeline.upstream.native.json(target, OPENAI_RESPONSES, body)
     elif kind == "responses_over_chat":
-        chat = await pipeline.upstream.chat(target, responses_request.chat_body(call.body))
-        reply = response_reply(chat, call.body)
+        chat = await pipeline.upstream.chat(target, responses_request.chat_body(body))
+        reply = response_reply(chat, body)
     elif kind == "messages":
         native = pipeline.upstream.native
-        reply = await native.json(target, ANTHROPIC_MESSAGES, call.body, call.provider_headers)
+        reply = await native.json(target, ANTHROPIC_MESSAGES, body, attempt.request.provider_headers)
     elif kind == "messages_over_chat":
-        chat_request = messages_request.chat_body(call.body, _model_max(call))
+        chat_request = messages_request.chat_body(body, _model_max(attempt))
         reply = message_reply(await pipeline.upstream.chat(target, chat_request))
     else:
-        reply = await pipeline.upstream.chat(target, call.body)
+        reply = await pipeline.upstream.chat(target, body)
     return reply
 
 
-async def relay_json(pipeline: Pipeline, call: PreparedCall, kind: str) -> Response:
+async def relay_json(
+    pipeline: Pipeline, first: Attempt, reservation: Reservation, ticket: CacheTicket | None, kind: str
+) -> Response:
     """Non-streamed chat completion or embeddings: one JSON body, recorded before it is sent."""
-    attempts = Attempts(pipeline, call)
-    reply = await attempts.walk(lambda: _ask_json(pipeline, call, kind, attempts.route))
+    attempts = Attempts(pipeline, first, reservation)
+    reply = await attempts.walk(lambda: _ask_json(pipeline, attempts.current, kind))
     attempts.done()
+    last = attempts.current
     usage, error_code = reply.usage, None
     if usage is None:  # an answer the client got and the provider did not count: never free
-        usage, error_code = estimate_answer_usage(call.body, reply.body, kind), USAGE_ESTIMATED
-    headers = gateway_headers(call)
+        usage, error_code = estimate_answer_usage(last.body, reply.body, kind), USAGE_ESTIMATED
+    headers = gateway_headers(last, reservation, ticket)
     stored = None
-    if call.claim is not None:
+    if reservation.claim is not None:
         stored = stored_from(200, {**headers, "content-type": "application/json"}, reply.body)
     # Record, limit settlement and replayable answer in one transaction, before the answer goes out.
-    await settle(pipeline, call, build_outcome(call, status="ok", usage=usage, error_code=error_code), stored)
-    if call.cache is not None and error_code is None:  # an answer the provider counted: complete
-        await remember_json(pipeline.cache, call, reply.body, usage)
-    pipeline.credentials.touch(call.credential)
+    outcome = build_outcome(last, status="ok", usage=usage, error_code=error_code)
+    await settle(pipeline, last, reservation, outcome, stored)
+    if ticket is not None and error_code is None:  # an answer the provider counted: complete
+        await remember_json(pipeline.cache, ticket, last.model, last.credential, reply.body, usage)
+    pipeline.credentials.touch(last.credential)
     return _JSONReply(reply.body, headers)
 
 
@@ -182,48 +189,56 @@ def _ending(stream: UpstreamStream) -> bytes:
     return stream.end if isinstance(stream, SurfaceStream) else DONE
 
 
-def _open_stream(pipeline: Pipeline, target: UpstreamTarget, call: PreparedCall, kind: str) -> UpstreamStream:
-    kind = _attempt_kind(kind, call.model.provider)
+def _open_stream(pipeline: Pipeline, target: UpstreamTarget, attempt: Attempt, kind: str) -> UpstreamStream:
+    kind = _attempt_kind(kind, attempt.model.provider)
+    body = attempt.body
     if kind == "completions":
-        stream: UpstreamStream = pipeline.upstream.completions_stream(target, call.body)
+        stream: UpstreamStream = pipeline.upstream.completions_stream(target, body)
         return stream
     if kind == "completions_over_chat":
-        return TextCompletionStream(pipeline.upstream.chat_stream(target, chat_body(call.body)))
+        return TextCompletionStream(pipeline.upstream.chat_stream(target, chat_body(body)))
     if kind == "responses":
-        return RelayedResponses(pipeline.upstream.native.stream(target, OPENAI_RESPONSES, call.body))
+        return RelayedResponses(pipeline.upstream.native.stream(target, OPENAI_RESPONSES, body))
     if kind == "responses_over_chat":
-        chat = pipeline.upstream.chat_stream(target, responses_request.chat_body(call.body))
-        return ResponsesStream(chat, call.body)
+        chat = pipeline.upstream.chat_stream(target, responses_request.chat_body(body))
+        return ResponsesStream(chat, body)
     if kind == "messages":
-        native = pipeline.upstream.native.stream(target, ANTHROPIC_MESSAGES, call.body, call.provider_headers)
-        return HeldStop(native)
+        lines = attempt.request.provider_headers
+        return HeldStop(pipeline.upstream.native.stream(target, ANTHROPIC_MESSAGES, body, lines))
     if kind == "messages_over_chat":
-        chat_request = messages_request.chat_body(call.body, _model_max(call))
+        chat_request = messages_request.chat_body(body, _model_max(attempt))
         return MessagesStream(pipeline.upstream.chat_stream(target, chat_request))
-    stream = pipeline.upstream.chat_stream(target, call.body)
+    stream = pipeline.upstream.chat_stream(target, body)
     return stream
 
 
 async def _ask_stream(
-    pipeline: Pipeline, call: PreparedCall, kind: str, route: Route
+    pipeline: Pipeline, attempt: Attempt, kind: str
 ) -> tuple[UpstreamStream, StreamEvent | None]:
     """One attempt at a stream, up to its first event: nothing has reached the client before it."""
-    target = await _target(pipeline, call, route)
-    stream = _open_stream(pipeline, target, call, kind)
+    target = await _target(pipeline, attempt)
+    stream = _open_stream(pipeline, target, attempt, kind)
     return stream, await anext(stream, None)
 
 
 async def relay_stream(
-    pipeline: Pipeline, call: PreparedCall, wants_usage: bool, kind: str = "chat"
+    pipeline: Pipeline,
+    first_attempt: Attempt,
+    reservation: Reservation,
+    ticket: CacheTicket | None,
+    wants_usage: bool,
+    kind: str = "chat",
 ) -> SSEResponse:
     """Streamed completion: errors before the first chunk are plain JSON errors (raised), after
     every attempt the plan allows."""
-    attempts = Attempts(pipeline, call)
-    stream, first = await attempts.walk(lambda: _ask_stream(pipeline, call, kind, attempts.route))
-    ttft_ms = int((time.perf_counter() - call.started) * 1000)
+    attempts = Attempts(pipeline, first_attempt, reservation)
+    stream, first = await attempts.walk(lambda: _ask_stream(pipeline, attempts.current, kind))
+    last = attempts.current  # no attempt follows the first event (SPEC §14)
+    ttft_ms = int((time.perf_counter() - last.request.started) * 1000)
+    claim = reservation.claim
 
     sent: list[bytes] = []  # kept only for an Idempotency-Key, whose retry replays these bytes
-    kept: list[StreamEvent] | None = [] if call.cache is not None else None  # every event, for the cache
+    kept: list[StreamEvent] | None = [] if ticket is not None else None  # every event, for the cache
 
     async def finish(
         outcome_status: CallStatus, error_code: str | None, failure: Exception | None, relayed: int
@@ -233,27 +248,30 @@ async def relay_stream(
             await stream.aclose()
             usage, estimated = stream.usage, False
             if usage is None and relayed:  # content reached the client, its count did not
-                usage, estimated = estimate_usage(call.body, relayed), True
+                usage, estimated = estimate_usage(last.body, relayed), True
                 if outcome_status != "error":  # an error's code names the failure instead
                     error_code = USAGE_ESTIMATED
             if stream.malformed and outcome_status != "error":  # relayed as it came, still metered
                 error_code = UPSTREAM_MALFORMED
             stored = None
-            if call.claim is not None and outcome_status == "ok":
+            if claim is not None and outcome_status == "ok":
                 body = b"".join(sent) + _ending(stream)
                 stored = stored_from(200, {**headers, "content-type": SSE_TYPE}, body)
             outcome = build_outcome(
-                call,
+                last,
                 status=outcome_status,
                 usage=usage,
                 error_code=error_code,
                 ttft_ms=ttft_ms,
                 usage_estimated=estimated,
             )
-            await settle(pipeline, call, outcome, stored)
+            await settle(pipeline, last, reservation, outcome, stored)
             # Only a complete answer the provider counted is kept: not an error, a cancel or an estimate.
-            if kept is not None and outcome_status == "ok" and error_code is None and usage is not None:
-                await remember_stream(pipeline.cache, call, kept, _ending(stream), usage)
+            complete = outcome_status == "ok" and error_code is None
+            if ticket is not None and kept is not None and complete and usage is not None:
+                await remember_stream(
+                    pipeline.cache, ticket, last.model, last.credential, kept, _ending(stream), usage
+                )
 
     async def never_started() -> None:
         # The client left after the provider's first event, before the response began: the provider
@@ -276,7 +294,7 @@ async def relay_stream(
                     kept.extend(arrived)
                 data = b"".join(e.data for e in arrived if wants_usage or not e.is_usage_only)
                 if data:
-                    if call.claim is not None:
+                    if claim is not None:
                         sent.append(data)
                     yield data
                 event = await anext(stream, None)
@@ -298,8 +316,8 @@ async def relay_stream(
         if failure is not None:
             yield stream.error_event(failure) if isinstance(stream, SurfaceStream) else _error_event(failure)
             return
-        pipeline.credentials.touch(call.credential)
+        pipeline.credentials.touch(last.credential)
         yield _ending(stream)
 
-    headers = gateway_headers(call)
+    headers = gateway_headers(last, reservation, ticket)
     return SSEResponse(events(), headers=headers, unstarted=never_started)

@@ -17,8 +17,9 @@ from switchboard.catalog.selectors import parse_selector
 from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import BadRequest, NotFound
 from switchboard.llm import cached_answers, ledger
+from switchboard.llm.call_attempt import Attempt, first_attempt, with_cap
 from switchboard.llm.completions import chat_body, check_completions_body
-from switchboard.llm.context import PreparedCall, prepare_call
+from switchboard.llm.context import prepare_call
 from switchboard.llm.idempotent import claim_or_replay
 from switchboard.llm.relay import relay_json, relay_stream
 from switchboard.llm.request_body import (
@@ -41,8 +42,8 @@ async def chat_completions(
 ) -> Response:
     body = parse_json_object(raw)
     stream = check_chat_body(body)
-    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body)
-    return await _call(call, "chat.completions", stream, client_wants_usage(body))
+    arrival = _Arrival(pipeline, principal, headers, path, request_id, raw, body)
+    return await _call(arrival, "chat.completions", stream, client_wants_usage(body))
 
 
 async def completions(
@@ -52,8 +53,8 @@ async def completions(
     body = parse_json_object(raw)
     check_completions_body(body)
     stream = check_generation_fields(body)
-    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body)
-    return await _call(call, "completions", stream, client_wants_usage(body))
+    arrival = _Arrival(pipeline, principal, headers, path, request_id, raw, body)
+    return await _call(arrival, "completions", stream, client_wants_usage(body))
 
 
 async def responses(
@@ -62,13 +63,9 @@ async def responses(
     """OpenAI's Responses API (SPEC §16), relayed to `openai`, over chat for other kinds."""
     body = parse_json_object(raw)
     stream = responses_request.check_responses_body(body)
-
-    def prepared(call: PreparedCall) -> None:
-        if call.agent_id is not None:
-            call.body = responses_request.from_agent(call.body)
-
-    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body, prepared)
-    return await _call(call, "responses", stream, False)
+    surface = _Surface(from_agent=responses_request.from_agent)
+    arrival = _Arrival(pipeline, principal, headers, path, request_id, raw, body, surface)
+    return await _call(arrival, "responses", stream, False)
 
 
 async def messages(
@@ -78,16 +75,14 @@ async def messages(
     body = parse_json_object(raw)
     stream = messages_request.check_messages_body(body)
     lines = messages_request.provider_headers(headers)
+    surface = _Surface(lines, messages_request.from_agent, _check_messages)
+    arrival = _Arrival(pipeline, principal, headers, path, request_id, raw, body, surface)
+    return await _call(arrival, "messages", stream, False)
 
-    def prepared(call: PreparedCall) -> None:
-        call.provider_headers = lines
-        if call.agent_id is not None:
-            call.body = messages_request.from_agent(call.body)
-        if call.model.provider != "anthropic":
-            messages_request.chat_body(call.body)  # refused before anything runs, as below
 
-    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body, prepared)
-    return await _call(call, "messages", stream, False)
+def _check_messages(first: Attempt) -> None:
+    if first.model.provider != "anthropic":
+        messages_request.chat_body(first.body)  # refused before anything runs, as in `_call`
 
 
 async def embeddings(
@@ -95,12 +90,27 @@ async def embeddings(
 ) -> Response:
     body = parse_json_object(raw)
     check_embeddings_body(body)
-    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body)
-    return await _call(call, "embeddings", False, False)
+    arrival = _Arrival(pipeline, principal, headers, path, request_id, raw, body)
+    return await _call(arrival, "embeddings", False, False)
 
 
-@dataclass(slots=True)
-class _CallRequest:
+@dataclass(frozen=True, slots=True)
+class _Surface:
+    """What a surface adds to a call of the pipeline's (chat's needs none of it)."""
+
+    # Header lines for a provider that speaks the surface (Messages: anthropic-version, -beta).
+    provider_headers: bytes = b""
+    # An agent's body (chat's shape, agents/apply.py) in the surface's shape.
+    from_agent: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # What the surface refuses to carry to the first attempt's provider, refused before anything runs.
+    check: Callable[[Attempt], None] | None = None
+
+
+_CHAT_LIKE = _Surface()
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrival:
     """What a /v1 model call arrived with, whichever way it was routed (fast path or framework)."""
 
     pipeline: Pipeline
@@ -110,11 +120,10 @@ class _CallRequest:
     request_id: str
     raw: bytes
     body: dict[str, Any]
-    # A surface's last word on the prepared call (Messages: header lines for the provider).
-    prepared: Callable[[PreparedCall], None] | None = None
+    surface: _Surface = _CHAT_LIKE
 
 
-async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage: bool) -> Response:
+async def _call(request: _Arrival, endpoint: str, stream: bool, wants_usage: bool) -> Response:
     pipeline = request.pipeline
     pipeline.db_outage.check()  # a call that could not be metered is not made (503, Retry-After)
     # A retry replays what the first call answered, whatever has changed since (a credential removed…).
@@ -133,26 +142,29 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
                 endpoint=endpoint,
                 stream=stream,
                 request_id=request.request_id,
+                provider_headers=request.surface.provider_headers,
+                from_agent=request.surface.from_agent,
             )
-        if request.prepared is not None:
-            request.prepared(call)
+        first = first_attempt(call)
+        if request.surface.check is not None:
+            request.surface.check(first)
         over_chat = _OVER_CHAT.get(kind)
-        if over_chat is not None and call.model.provider != "openai":
-            over_chat(call.body)  # what this provider cannot be asked is refused before anything runs
-        call.cache = await cached_answers.lookup(
-            pipeline, call, request.headers
-        )  # None unless caching applies
-        call.claim = claim
-        await ledger.begin(pipeline, call)  # limits: 402/429 here, before the provider is called
+        if over_chat is not None and first.model.provider != "openai":
+            over_chat(first.body)  # what this provider cannot be asked is refused before anything runs
+        ticket = await cached_answers.lookup(pipeline, first, request.headers)  # None unless caching applies
+        hit = ticket.hit if ticket is not None else None
+        # limits: 402/429 here, before the provider is called
+        reservation = await ledger.begin(pipeline, first, claim, hit)
     except BaseException:
         if claim is not None:
             await pipeline.idempotency.release(claim)  # nothing ran: a retry may try again
         raise
-    if call.cache is not None and call.cache.hit is not None:
-        return await cached_answers.serve_hit(pipeline, call, wants_usage)
+    if ticket is not None and hit is not None:
+        return await cached_answers.serve_hit(pipeline, first, reservation, ticket, hit, wants_usage)
+    first = with_cap(first, reservation.gateway_cap)
     if stream:
-        return await relay_stream(pipeline, call, wants_usage, kind)
-    return await relay_json(pipeline, call, kind)
+        return await relay_stream(pipeline, first, reservation, ticket, wants_usage, kind)
+    return await relay_json(pipeline, first, reservation, ticket, kind)
 
 
 # How each endpoint's call reaches the provider (llm/relay.py); `completions` turns into

@@ -1,6 +1,6 @@
 """What telemetry reads of a model call's attempt and of its ending: protocols, so observability
-needs no import of the pipeline or of metering, which hand it the call (llm/context.PreparedCall
-and metering/outcome.CallOutcome satisfy them)."""
+needs no import of the pipeline or of metering, which hand it the call (llm/call_attempt.Attempt and
+metering/outcome.CallOutcome satisfy them)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class AttemptFacts(Protocol):
     def economy_id(self) -> uuid.UUID: ...
 
     @property
-    def attempt(self) -> int: ...
+    def number(self) -> int: ...
 
 
 class SettledCall(Protocol):

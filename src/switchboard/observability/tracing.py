@@ -119,7 +119,7 @@ def start_attempt(request: RequestTelemetry, call: AttemptFacts) -> None:
             "gen_ai.request.model": call.model.model,
             "switchboard.economy.id": str(call.economy_id),
             "switchboard.credential.scope": call.credential.scope,
-            "switchboard.attempt": call.attempt,
+            "switchboard.attempt": call.number,
             "switchboard.endpoint": call.endpoint,
         },
     )

@@ -115,10 +115,11 @@ class WebhookHub:
         }
         self._once(Pending(LIMIT_REFUSED, str(limit.id), window, limit_scope(limit), data))
 
-    def credential_rejected(self, call: Any) -> None:
+    def credential_rejected(self, attempt: Any) -> None:
+        """`attempt`: the pipeline's attempt (llm/call_attempt.py) whose credential was rejected."""
         if CREDENTIAL_REJECTED not in self.wanted:
             return
-        credential = call.credential
+        credential, call = attempt.credential, attempt.request
         now = utcnow()
         hour = now.replace(minute=0, second=0, microsecond=0)
         subject = str(credential.id) if credential.id is not None else f"deployment:{credential.provider}"
@@ -126,7 +127,7 @@ class WebhookHub:
             "credential_id": str(credential.id) if credential.id is not None else None,
             "scope": credential.scope,
             "provider": credential.provider,
-            "model": call.model.model,
+            "model": attempt.model.model,
             "economy_id": str(call.economy_id),
             "user_id": str(call.principal.user_id),
             "room_id": str(call.room_id) if call.room_id is not None else None,
