@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from switchboard.surfaces.responses_answer import (
     ResponseFrame,
     function_call_item,
@@ -27,6 +25,7 @@ from switchboard.surfaces.responses_answer import (
     text_part,
 )
 from switchboard.upstream.types import Usage
+from switchboard.wire.sse import frame_event
 
 
 class _Message:
@@ -78,7 +77,7 @@ class ResponseEvents:
     def _emit(self, kind: str, **fields: Any) -> None:
         payload = {"type": kind, **fields, "sequence_number": self.sequence}
         self.sequence += 1
-        self._out.append(b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n")
+        self._out.append(frame_event(kind, payload))
 
     def _take(self) -> bytes:
         out, self._out = b"".join(self._out), []

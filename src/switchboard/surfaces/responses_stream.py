@@ -16,6 +16,7 @@ from switchboard.surfaces.responses_answer import ResponseFrame
 from switchboard.surfaces.responses_events import ResponseEvents
 from switchboard.surfaces.stream import SurfaceStream
 from switchboard.upstream.types import StreamEvent, UpstreamStream
+from switchboard.wire.sse import frame_event
 
 _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 # How OpenAI opens the events that end a response (its `event:` line comes first). A failed one
@@ -119,7 +120,7 @@ class RelayedResponses(SurfaceStream):
         code, message = failure_of(error)
         payload: dict[str, Any] = {"type": "error", "code": code, "message": message, "param": None}
         payload["sequence_number"] = self._last + 1
-        return b"event: error\ndata: " + orjson.dumps(payload) + b"\n\n"
+        return frame_event("error", payload)
 
     async def aclose(self) -> None:
         await self._relayed.aclose()
