@@ -6,14 +6,12 @@ import time
 from collections.abc import AsyncIterator
 
 import anyio
-import orjson
 from starlette.responses import Response
 
 from switchboard.cache.remember import remember_json, remember_stream
 from switchboard.cache.request import HEADER as CACHE_HEADER
 from switchboard.errors import SwitchboardError, error_code_of
 from switchboard.llm.attempts import ATTEMPTS_HEADER, Attempts
-from switchboard.llm.completions import TextCompletionStream, chat_body, text_completion_reply
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.idempotent import stored_from
 from switchboard.llm.ledger import settle
@@ -28,17 +26,12 @@ from switchboard.llm.sse_response import SSEResponse
 from switchboard.metering.outcome import CallStatus
 from switchboard.observability import events as telemetry
 from switchboard.routing.route import Route
-from switchboard.surfaces import messages_request, responses_request
-from switchboard.surfaces.messages_reply import message_reply
-from switchboard.surfaces.messages_stream import HeldStop, MessagesStream
-from switchboard.surfaces.responses_answer import response_reply
-from switchboard.surfaces.responses_stream import RelayedResponses, ResponsesStream
+from switchboard.surfaces.codec import Codec
 from switchboard.surfaces.stream import SurfaceStream
-from switchboard.upstream.native import ANTHROPIC_MESSAGES, OPENAI_RESPONSES
 from switchboard.upstream.prices import litellm_max_output
 from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget
+from switchboard.wire.sse import DONE, frame
 
-DONE = b"data: [DONE]\n\n"
 # A relayed stream carried an event that is not JSON: passed on untouched, and said in the record.
 UPSTREAM_MALFORMED = "upstream_malformed"
 SSE_TYPE = "text/event-stream; charset=utf-8"
@@ -95,50 +88,24 @@ def _model_max(call: PreparedCall) -> int | None:
     return litellm_max_output(call.model.provider, call.model.model)
 
 
-def _attempt_kind(kind: str, provider: str) -> str:
-    # The legacy text-completion API and the Responses API go over chat to providers without them
-    # (llm/completions.py, surfaces/responses_*.py).
-    if provider != "openai" and kind in ("completions", "responses"):
-        return f"{kind}_over_chat"
-    if kind == "messages" and provider != "anthropic":  # Anthropic Messages (surfaces/messages_*.py)
-        return "messages_over_chat"
-    return kind
-
-
-async def _ask_json(pipeline: Pipeline, call: PreparedCall, kind: str, route: Route) -> UpstreamReply:
-    """One attempt at a non-streamed answer, with the attempt's model and credential."""
+async def _ask_json(pipeline: Pipeline, call: PreparedCall, codec: Codec, route: Route) -> UpstreamReply:
+    """One attempt at a non-streamed answer, with the attempt's model and credential: in the
+    surface's own format to a provider that speaks it, else over chat and back."""
     target = await _target(pipeline, call, route)
-    kind = _attempt_kind(kind, call.model.provider)
-    if kind == "embeddings":
-        reply: UpstreamReply = await pipeline.upstream.embeddings(target, call.body)
-    elif kind == "completions":
-        reply = await pipeline.upstream.completions(target, call.body)
-    elif kind == "completions_over_chat":
-        reply = text_completion_reply(await pipeline.upstream.chat(target, chat_body(call.body)))
-    elif kind == "responses":
-        reply = await pipeline.upstream.native.json(target, OPENAI_RESPONSES, call.body)
-    elif kind == "responses_over_chat":
-        chat = await pipeline.upstream.chat(target, responses_request.chat_body(call.body))
-        reply = response_reply(chat, call.body)
-    elif kind == "messages":
-        native = pipeline.upstream.native
-        reply = await native.json(target, ANTHROPIC_MESSAGES, call.body, call.provider_headers)
-    elif kind == "messages_over_chat":
-        chat_request = messages_request.chat_body(call.body, _model_max(call))
-        reply = message_reply(await pipeline.upstream.chat(target, chat_request))
-    else:
-        reply = await pipeline.upstream.chat(target, call.body)
-    return reply
+    if codec.speaks(call.model.provider):
+        return await codec.relay(pipeline.upstream, target, call.body, call.provider_headers)
+    chat_request = codec.to_chat(call.body, _model_max(call) if codec.caps_output else None)
+    return codec.answer(await pipeline.upstream.chat(target, chat_request), call.body)
 
 
-async def relay_json(pipeline: Pipeline, call: PreparedCall, kind: str) -> Response:
+async def relay_json(pipeline: Pipeline, call: PreparedCall, codec: Codec) -> Response:
     """Non-streamed chat completion or embeddings: one JSON body, recorded before it is sent."""
     attempts = Attempts(pipeline, call)
-    reply = await attempts.walk(lambda: _ask_json(pipeline, call, kind, attempts.route))
+    reply = await attempts.walk(lambda: _ask_json(pipeline, call, codec, attempts.route))
     attempts.done()
     usage, error_code = reply.usage, None
     if usage is None:  # an answer the client got and the provider did not count: never free
-        usage, error_code = estimate_answer_usage(call.body, reply.body, kind), USAGE_ESTIMATED
+        usage, error_code = estimate_answer_usage(call.body, reply.body, codec.name), USAGE_ESTIMATED
     headers = gateway_headers(call)
     stored = None
     if call.claim is not None:
@@ -174,7 +141,7 @@ def _error_event(error: BaseException) -> bytes:
                 "code": "upstream_error",
             }
         }
-    return b"data: " + orjson.dumps(payload) + b"\n\n"
+    return frame(payload)
 
 
 def _ending(stream: UpstreamStream) -> bytes:
@@ -182,44 +149,31 @@ def _ending(stream: UpstreamStream) -> bytes:
     return stream.end if isinstance(stream, SurfaceStream) else DONE
 
 
-def _open_stream(pipeline: Pipeline, target: UpstreamTarget, call: PreparedCall, kind: str) -> UpstreamStream:
-    kind = _attempt_kind(kind, call.model.provider)
-    if kind == "completions":
-        stream: UpstreamStream = pipeline.upstream.completions_stream(target, call.body)
-        return stream
-    if kind == "completions_over_chat":
-        return TextCompletionStream(pipeline.upstream.chat_stream(target, chat_body(call.body)))
-    if kind == "responses":
-        return RelayedResponses(pipeline.upstream.native.stream(target, OPENAI_RESPONSES, call.body))
-    if kind == "responses_over_chat":
-        chat = pipeline.upstream.chat_stream(target, responses_request.chat_body(call.body))
-        return ResponsesStream(chat, call.body)
-    if kind == "messages":
-        native = pipeline.upstream.native.stream(target, ANTHROPIC_MESSAGES, call.body, call.provider_headers)
-        return HeldStop(native)
-    if kind == "messages_over_chat":
-        chat_request = messages_request.chat_body(call.body, _model_max(call))
-        return MessagesStream(pipeline.upstream.chat_stream(target, chat_request))
-    stream = pipeline.upstream.chat_stream(target, call.body)
-    return stream
+def _open_stream(
+    pipeline: Pipeline, target: UpstreamTarget, call: PreparedCall, codec: Codec
+) -> UpstreamStream:
+    if codec.speaks(call.model.provider):
+        return codec.relay_stream(pipeline.upstream, target, call.body, call.provider_headers)
+    chat_request = codec.to_chat(call.body, _model_max(call) if codec.caps_output else None)
+    return codec.stream(pipeline.upstream.chat_stream(target, chat_request), call.body)
 
 
 async def _ask_stream(
-    pipeline: Pipeline, call: PreparedCall, kind: str, route: Route
+    pipeline: Pipeline, call: PreparedCall, codec: Codec, route: Route
 ) -> tuple[UpstreamStream, StreamEvent | None]:
     """One attempt at a stream, up to its first event: nothing has reached the client before it."""
     target = await _target(pipeline, call, route)
-    stream = _open_stream(pipeline, target, call, kind)
+    stream = _open_stream(pipeline, target, call, codec)
     return stream, await anext(stream, None)
 
 
 async def relay_stream(
-    pipeline: Pipeline, call: PreparedCall, wants_usage: bool, kind: str = "chat"
+    pipeline: Pipeline, call: PreparedCall, wants_usage: bool, codec: Codec
 ) -> SSEResponse:
     """Streamed completion: errors before the first chunk are plain JSON errors (raised), after
     every attempt the plan allows."""
     attempts = Attempts(pipeline, call)
-    stream, first = await attempts.walk(lambda: _ask_stream(pipeline, call, kind, attempts.route))
+    stream, first = await attempts.walk(lambda: _ask_stream(pipeline, call, codec, attempts.route))
     ttft_ms = int((time.perf_counter() - call.started) * 1000)
 
     sent: list[bytes] = []  # kept only for an Idempotency-Key, whose retry replays these bytes

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,86 +17,33 @@ from switchboard.catalog.selectors import parse_selector
 from switchboard.db.on_demand import SessionOnDemand
 from switchboard.errors import BadRequest, NotFound
 from switchboard.llm import cached_answers, ledger
-from switchboard.llm.completions import chat_body, check_completions_body
-from switchboard.llm.context import PreparedCall, prepare_call
+from switchboard.llm.context import prepare_call
 from switchboard.llm.idempotent import claim_or_replay
 from switchboard.llm.relay import relay_json, relay_stream
-from switchboard.llm.request_body import (
-    check_chat_body,
-    check_embeddings_body,
-    check_generation_fields,
-    client_wants_usage,
-    parse_json_object,
-)
 from switchboard.llm.services import Pipeline
-from switchboard.surfaces import messages_request, responses_request
+from switchboard.surfaces.codec import Codec, Decoded
+from switchboard.surfaces.request_body import parse_json_object
 
 
 def request_id_of(request: Request) -> str:
     return str(request.scope.get("state", {}).get("request_id") or uuid.uuid4().hex)
 
 
-async def chat_completions(
-    pipeline: Pipeline, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
-) -> Response:
-    body = parse_json_object(raw)
-    stream = check_chat_body(body)
-    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body)
-    return await _call(call, "chat.completions", stream, client_wants_usage(body))
+Handler = Callable[[Pipeline, Principal, Headers, str, str, bytes], Awaitable[Response]]
 
 
-async def completions(
-    pipeline: Pipeline, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
-) -> Response:
-    """The legacy text-completion API, relayed to `openai`, over chat for other kinds."""
-    body = parse_json_object(raw)
-    check_completions_body(body)
-    stream = check_generation_fields(body)
-    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body)
-    return await _call(call, "completions", stream, client_wants_usage(body))
+def model_call(codec: Codec) -> Handler:
+    """The handler of a surface's route: decode with its codec, then the one pipeline below."""
 
+    async def handle(
+        pipeline: Pipeline, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
+    ) -> Response:
+        body = parse_json_object(raw)
+        decoded = codec.decode(body, headers)
+        request = _CallRequest(pipeline, principal, headers, path, request_id, raw, body, codec, decoded)
+        return await _call(request)
 
-async def responses(
-    pipeline: Pipeline, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
-) -> Response:
-    """OpenAI's Responses API (SPEC §16), relayed to `openai`, over chat for other kinds."""
-    body = parse_json_object(raw)
-    stream = responses_request.check_responses_body(body)
-
-    def prepared(call: PreparedCall) -> None:
-        if call.agent_id is not None:
-            call.body = responses_request.from_agent(call.body)
-
-    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body, prepared)
-    return await _call(call, "responses", stream, False)
-
-
-async def messages(
-    pipeline: Pipeline, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
-) -> Response:
-    """Anthropic's Messages API (SPEC §16), relayed to `anthropic`, over chat for other kinds."""
-    body = parse_json_object(raw)
-    stream = messages_request.check_messages_body(body)
-    lines = messages_request.provider_headers(headers)
-
-    def prepared(call: PreparedCall) -> None:
-        call.provider_headers = lines
-        if call.agent_id is not None:
-            call.body = messages_request.from_agent(call.body)
-        if call.model.provider != "anthropic":
-            messages_request.chat_body(call.body)  # refused before anything runs, as below
-
-    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body, prepared)
-    return await _call(call, "messages", stream, False)
-
-
-async def embeddings(
-    pipeline: Pipeline, principal: Principal, headers: Headers, path: str, request_id: str, raw: bytes
-) -> Response:
-    body = parse_json_object(raw)
-    check_embeddings_body(body)
-    call = _CallRequest(pipeline, principal, headers, path, request_id, raw, body)
-    return await _call(call, "embeddings", False, False)
+    return handle
 
 
 @dataclass(slots=True)
@@ -110,18 +57,17 @@ class _CallRequest:
     request_id: str
     raw: bytes
     body: dict[str, Any]
-    # A surface's last word on the prepared call (Messages: header lines for the provider).
-    prepared: Callable[[PreparedCall], None] | None = None
+    codec: Codec
+    decoded: Decoded
 
 
-async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage: bool) -> Response:
-    pipeline = request.pipeline
+async def _call(request: _CallRequest) -> Response:
+    pipeline, codec, decoded = request.pipeline, request.codec, request.decoded
     pipeline.db_outage.check()  # a call that could not be metered is not made (503, Retry-After)
     # A retry replays what the first call answered, whatever has changed since (a credential removed…).
     claim = await claim_or_replay(pipeline, request.principal, request.headers, request.path, request.raw)
     if isinstance(claim, Response):
         return claim
-    kind = _RELAY_KINDS[endpoint]
     try:
         async with SessionOnDemand(pipeline.sessionmaker, pipeline.engine) as sessions:
             call = await prepare_call(
@@ -130,15 +76,18 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
                 principal=request.principal,
                 headers=request.headers,
                 body=request.body,
-                endpoint=endpoint,
-                stream=stream,
+                endpoint=codec.endpoint,
+                stream=decoded.stream,
                 request_id=request.request_id,
             )
-        if request.prepared is not None:
-            request.prepared(call)
-        over_chat = _OVER_CHAT.get(kind)
-        if over_chat is not None and call.model.provider != "openai":
-            over_chat(call.body)  # what this provider cannot be asked is refused before anything runs
+        if decoded.provider_headers:
+            call.provider_headers = decoded.provider_headers
+        if call.agent_id is not None:
+            call.body = codec.for_agent(call.body)
+        if not codec.speaks(call.model.provider):
+            codec.to_chat(
+                call.body, None
+            )  # what this provider cannot be asked is refused before anything runs
         call.cache = await cached_answers.lookup(
             pipeline, call, request.headers
         )  # None unless caching applies
@@ -149,23 +98,10 @@ async def _call(request: _CallRequest, endpoint: str, stream: bool, wants_usage:
             await pipeline.idempotency.release(claim)  # nothing ran: a retry may try again
         raise
     if call.cache is not None and call.cache.hit is not None:
-        return await cached_answers.serve_hit(pipeline, call, wants_usage)
-    if stream:
-        return await relay_stream(pipeline, call, wants_usage, kind)
-    return await relay_json(pipeline, call, kind)
-
-
-# How each endpoint's call reaches the provider (llm/relay.py); `completions` turns into
-# `completions_over_chat` for an attempt whose provider has no text-completion endpoint.
-_RELAY_KINDS = {
-    "chat.completions": "chat",
-    "embeddings": "embeddings",
-    "completions": "completions",
-    "responses": "responses",
-    "messages": "messages",
-}
-# The translations over chat of the kinds above, run once before the call to refuse what they cannot carry.
-_OVER_CHAT = {"completions": chat_body, "responses": responses_request.chat_body}
+        return await cached_answers.serve_hit(pipeline, call, decoded.wants_usage)
+    if decoded.stream:
+        return await relay_stream(pipeline, call, decoded.wants_usage, codec)
+    return await relay_json(pipeline, call, codec)
 
 
 def _model_object(model_id: str, owned_by: str) -> dict[str, Any]:
