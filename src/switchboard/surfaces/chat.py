@@ -6,6 +6,7 @@ others (upstream/adapters/, litellm), so nothing here translates.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from starlette.datastructures import Headers
@@ -26,10 +27,10 @@ class ChatCodec(Codec):
     def speaks(self, provider: str) -> bool:
         return True
 
-    async def relay(
+    def relay(
         self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes
-    ) -> UpstreamReply:
-        return await upstream.chat(target, body)
+    ) -> Awaitable[UpstreamReply]:
+        return upstream.chat(target, body)
 
     def relay_stream(
         self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes

@@ -8,6 +8,7 @@ into the surface's format. `surfaces/registry.py` lists the codecs with their ro
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -56,10 +57,11 @@ class Codec(ABC):
         """Whether `provider` is asked in this surface's own format; otherwise it is asked over chat."""
 
     @abstractmethod
-    async def relay(
+    def relay(
         self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes
-    ) -> UpstreamReply:
-        """The request as it came, to a provider that speaks the surface."""
+    ) -> Awaitable[UpstreamReply]:
+        """The request as it came, to a provider that speaks the surface (the upstream's own
+        coroutine, returned rather than awaited here: no frame of its own on the hot path)."""
 
     def relay_stream(
         self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes

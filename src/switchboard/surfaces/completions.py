@@ -6,6 +6,7 @@ completion with the prompt as its one user message, answered back as `text_compl
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 import orjson
@@ -148,10 +149,10 @@ class CompletionsCodec(Codec):
     def speaks(self, provider: str) -> bool:
         return provider == "openai"
 
-    async def relay(
+    def relay(
         self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes
-    ) -> UpstreamReply:
-        return await upstream.completions(target, body)
+    ) -> Awaitable[UpstreamReply]:
+        return upstream.completions(target, body)
 
     def relay_stream(
         self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from starlette.datastructures import Headers
@@ -24,7 +25,7 @@ class EmbeddingsCodec(Codec):
     def speaks(self, provider: str) -> bool:
         return True
 
-    async def relay(
+    def relay(
         self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes
-    ) -> UpstreamReply:
-        return await upstream.embeddings(target, body)
+    ) -> Awaitable[UpstreamReply]:
+        return upstream.embeddings(target, body)

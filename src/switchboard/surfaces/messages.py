@@ -3,6 +3,7 @@ the client's API version and betas), translated over chat for every other provid
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from starlette.datastructures import Headers
@@ -31,10 +32,10 @@ class MessagesCodec(Codec):
     def speaks(self, provider: str) -> bool:
         return provider == "anthropic"
 
-    async def relay(
+    def relay(
         self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes
-    ) -> UpstreamReply:
-        return await upstream.native.json(target, ANTHROPIC_MESSAGES, body, headers)
+    ) -> Awaitable[UpstreamReply]:
+        return upstream.native.json(target, ANTHROPIC_MESSAGES, body, headers)
 
     def relay_stream(
         self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes

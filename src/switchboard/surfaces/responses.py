@@ -3,6 +3,7 @@ for every other provider kind (stateless there: surfaces/responses_request.py sa
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from starlette.datastructures import Headers
@@ -29,10 +30,10 @@ class ResponsesCodec(Codec):
     def speaks(self, provider: str) -> bool:
         return provider == "openai"
 
-    async def relay(
+    def relay(
         self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes
-    ) -> UpstreamReply:
-        return await upstream.native.json(target, OPENAI_RESPONSES, body)
+    ) -> Awaitable[UpstreamReply]:
+        return upstream.native.json(target, OPENAI_RESPONSES, body)
 
     def relay_stream(
         self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes
