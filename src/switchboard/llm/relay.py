@@ -99,7 +99,7 @@ async def _ask_json(pipeline: Pipeline, call: PreparedCall, codec: Codec, route:
 
 
 async def relay_json(pipeline: Pipeline, call: PreparedCall, codec: Codec) -> Response:
-    """Non-streamed chat completion or embeddings: one JSON body, recorded before it is sent."""
+    """A non-streamed answer in the call's surface: one JSON body, recorded before it is sent."""
     attempts = Attempts(pipeline, call)
     reply = await attempts.walk(lambda: _ask_json(pipeline, call, codec, attempts.route))
     attempts.done()

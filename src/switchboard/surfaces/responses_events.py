@@ -25,6 +25,7 @@ from switchboard.surfaces.responses_answer import (
     text_part,
 )
 from switchboard.upstream.types import Usage
+from switchboard.wire.responses import COMPLETED, FAILED, INCOMPLETE
 from switchboard.wire.sse import frame_event
 
 
@@ -225,7 +226,7 @@ class ResponseEvents:
         status = "incomplete" if incomplete else "completed"
         output = [self._close(item, status) for item in self._items]
         response = self.frame.response(status, output, usage, incomplete, self._model)
-        self._emit("response.incomplete" if incomplete else "response.completed", response=response)
+        self._emit(INCOMPLETE if incomplete else COMPLETED, response=response)
         return self._take()
 
     def failure(self, code: str, message: str) -> bytes:
@@ -236,5 +237,5 @@ class ResponseEvents:
         # The response's error code is one of the Responses API's few; the `error` event has ours.
         kind = "rate_limit_exceeded" if code == "rate_limit_exceeded" else "server_error"
         response["error"] = {"code": kind, "message": message}
-        self._emit("response.failed", response=response)
+        self._emit(FAILED, response=response)
         return self._take()
