@@ -95,6 +95,48 @@ def test_no_module_is_over_500_lines() -> None:
     assert too_long == {}
 
 
+def _modules_imported(tree: ast.Module) -> set[str]:
+    """The full `switchboard…` module names a module imports, TYPE_CHECKING blocks included."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("switchboard."))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("switchboard."):
+            # `from switchboard.x import y` may import the module x.y: both names are kept.
+            found.add(f"{node.module}")
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _importing(package: str, imported: str) -> list[str]:
+    return [
+        f"{rel(path)} imports {name}"
+        for path, tree in modules()
+        if rel(path).startswith(package + "/")
+        for name in sorted(_modules_imported(tree))
+        if name == imported or name.startswith(imported + ".")
+    ]
+
+
+def test_surfaces_and_provider_adapters_meet_only_in_wire() -> None:
+    """A wire format both sides read (Anthropic's, the SSE framing) lives in `wire/`, which both import."""
+    assert _importing("surfaces", "switchboard.upstream.adapters") == []
+    assert _importing("upstream/adapters", "switchboard.surfaces") == []
+
+
+def test_wire_imports_no_domain() -> None:
+    """`wire/` sits beside kit and errors: formats, no domain, no pipeline."""
+    allowed = ("switchboard.wire", "switchboard.kit", "switchboard.errors")
+    upward = [
+        f"{rel(path)} imports {name}"
+        for path, tree in modules()
+        if rel(path).startswith("wire/")
+        for name in sorted(_modules_imported(tree))
+        if not any(name == root or name.startswith(root + ".") for root in allowed)
+    ]
+    assert upward == []
+
+
 def test_the_pipeline_takes_no_untyped_state() -> None:
     """The pipeline's services come typed (llm/services.Pipeline), never as `state: Any`."""
     untyped = [

@@ -13,7 +13,7 @@ import pytest
 
 from switchboard.llm.outcomes import prompt_estimate
 from switchboard.llm.prompt_bound import DEFAULT_IMAGE_TOKENS, image_tokens, prompt_bound
-from switchboard.upstream.adapters.anthropic_usage import _cl100k, count_tokens
+from switchboard.wire.tokens import _cl100k, count_tokens
 
 OPENAI = [("openai", "gpt-4.1")]
 TEXTS = {

@@ -17,10 +17,10 @@ from switchboard.auth.principal import Principal
 from switchboard.db.on_demand import SessionOnDemand
 from switchboard.llm.call_attempt import first_attempt
 from switchboard.llm.context import prepare_call
-from switchboard.llm.request_body import parse_json_object
 from switchboard.llm.services import Pipeline
 from switchboard.surfaces import messages_request
 from switchboard.surfaces.messages_count import count_input_tokens
+from switchboard.surfaces.request_body import parse_json_object
 from switchboard.upstream.native import ANTHROPIC_COUNT_TOKENS
 from switchboard.upstream.types import UpstreamTarget
 

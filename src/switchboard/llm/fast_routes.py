@@ -1,6 +1,6 @@
-"""POST /v1/chat/completions and /v1/embeddings as plain ASGI handlers.
+"""The /v1 model-call POSTs (surfaces/registry.py) as plain ASGI handlers.
 
-These two routes carry the traffic. Through FastAPI each call also paid for routing, dependency
+These routes carry the traffic. Through FastAPI each call also paid for routing, dependency
 solving, a Request object and four layers of exception middleware: about a fifth of the gateway's
 CPU per call at concurrency 1 (bench/run --profile). `app.py` sends them here instead; the FastAPI
 routes in router.py stay, for OpenAPI and for an app mounted under a prefix, and answer the same.
@@ -9,29 +9,27 @@ routes in router.py stay, for OpenAPI and for an app mounted under a prefix, and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 
 from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from switchboard.auth.authenticator import authorization_of
-from switchboard.auth.principal import Principal
 from switchboard.error_shapes import switchboard_error_response
 from switchboard.errors import SwitchboardError
-from switchboard.llm import count_tokens, service
+from switchboard.llm import count_tokens
 from switchboard.llm.client_watch import ClientWatch
+from switchboard.llm.service import Handler, model_call
 from switchboard.llm.services import Pipeline
+from switchboard.surfaces.registry import COUNT_TOKENS, ROUTES
 
-Handler = Callable[[Pipeline, Principal, Headers, str, str, bytes], Awaitable[Response]]
+# Routes the gateway answers itself, without a codec (surfaces/registry.py names them).
+_OWN_ANSWERS: dict[str, Handler] = {COUNT_TOKENS: count_tokens.count_tokens}
 
 HANDLERS: dict[str, Handler] = {
-    "/v1/chat/completions": service.chat_completions,
-    "/v1/embeddings": service.embeddings,
-    "/v1/completions": service.completions,
-    "/v1/responses": service.responses,
-    "/v1/messages": service.messages,
-    "/v1/messages/count_tokens": count_tokens.count_tokens,
+    route.full_path: model_call(route.codec) if route.codec is not None else _OWN_ANSWERS[route.path]
+    for route in ROUTES
 }
 
 

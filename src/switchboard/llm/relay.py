@@ -6,7 +6,6 @@ import time
 from collections.abc import AsyncIterator
 
 import anyio
-import orjson
 from starlette.responses import Response
 
 from switchboard.cache.remember import remember_json, remember_stream
@@ -15,7 +14,6 @@ from switchboard.cache.request import CacheTicket
 from switchboard.errors import SwitchboardError, error_code_of
 from switchboard.llm.attempts import ATTEMPTS_HEADER, Attempts
 from switchboard.llm.call_attempt import Attempt
-from switchboard.llm.completions import TextCompletionStream, chat_body, text_completion_reply
 from switchboard.llm.idempotent import stored_from
 from switchboard.llm.ledger import Reservation, settle
 from switchboard.llm.outcomes import (
@@ -28,17 +26,12 @@ from switchboard.llm.services import Pipeline
 from switchboard.llm.sse_response import SSEResponse
 from switchboard.metering.outcome import CallStatus
 from switchboard.observability import events as telemetry
-from switchboard.surfaces import messages_request, responses_request
-from switchboard.surfaces.messages_reply import message_reply
-from switchboard.surfaces.messages_stream import HeldStop, MessagesStream
-from switchboard.surfaces.responses_answer import response_reply
-from switchboard.surfaces.responses_stream import RelayedResponses, ResponsesStream
+from switchboard.surfaces.codec import Codec
 from switchboard.surfaces.stream import SurfaceStream
-from switchboard.upstream.native import ANTHROPIC_MESSAGES, OPENAI_RESPONSES
 from switchboard.upstream.prices import litellm_max_output
 from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget
+from switchboard.wire.sse import DONE, frame
 
-DONE = b"data: [DONE]\n\n"
 # A relayed stream carried an event that is not JSON: passed on untouched, and said in the record.
 UPSTREAM_MALFORMED = "upstream_malformed"
 SSE_TYPE = "text/event-stream; charset=utf-8"
@@ -97,54 +90,28 @@ def _model_max(attempt: Attempt) -> int | None:
     return litellm_max_output(attempt.model.provider, attempt.model.model)
 
 
-def _attempt_kind(kind: str, provider: str) -> str:
-    # The legacy text-completion API and the Responses API go over chat to providers without them
-    # (llm/completions.py, surfaces/responses_*.py).
-    if provider != "openai" and kind in ("completions", "responses"):
-        return f"{kind}_over_chat"
-    if kind == "messages" and provider != "anthropic":  # Anthropic Messages (surfaces/messages_*.py)
-        return "messages_over_chat"
-    return kind
-
-
-async def _ask_json(pipeline: Pipeline, attempt: Attempt, kind: str) -> UpstreamReply:
-    """One attempt at a non-streamed answer, with the attempt's model, credential and body."""
+async def _ask_json(pipeline: Pipeline, attempt: Attempt, codec: Codec) -> UpstreamReply:
+    """One attempt at a non-streamed answer, with the attempt's model, credential and body: in the
+    surface's own format to a provider that speaks it, else over chat and back."""
     target = await _target(pipeline, attempt)
-    kind = _attempt_kind(kind, attempt.model.provider)
     body = attempt.body
-    if kind == "embeddings":
-        reply: UpstreamReply = await pipeline.upstream.embeddings(target, body)
-    elif kind == "completions":
-        reply = await pipeline.upstream.completions(target, body)
-    elif kind == "completions_over_chat":
-        reply = text_completion_reply(await pipeline.upstream.chat(target, chat_body(body)))
-    elif kind == "responses":
-        reply = await pipeline.upstream.native.json(target, OPENAI_RESPONSES, body)
-    elif kind == "responses_over_chat":
-        chat = await pipeline.upstream.chat(target, responses_request.chat_body(body))
-        reply = response_reply(chat, body)
-    elif kind == "messages":
-        native = pipeline.upstream.native
-        reply = await native.json(target, ANTHROPIC_MESSAGES, body, attempt.request.provider_headers)
-    elif kind == "messages_over_chat":
-        chat_request = messages_request.chat_body(body, _model_max(attempt))
-        reply = message_reply(await pipeline.upstream.chat(target, chat_request))
-    else:
-        reply = await pipeline.upstream.chat(target, body)
-    return reply
+    if codec.speaks(attempt.model.provider):
+        return await codec.relay(pipeline.upstream, target, body, attempt.request.provider_headers)
+    chat_request = codec.to_chat(body, _model_max(attempt) if codec.caps_output else None)
+    return codec.answer(await pipeline.upstream.chat(target, chat_request), body)
 
 
 async def relay_json(
-    pipeline: Pipeline, first: Attempt, reservation: Reservation, ticket: CacheTicket | None, kind: str
+    pipeline: Pipeline, first: Attempt, reservation: Reservation, ticket: CacheTicket | None, codec: Codec
 ) -> Response:
-    """Non-streamed chat completion or embeddings: one JSON body, recorded before it is sent."""
+    """A non-streamed answer in the call's surface: one JSON body, recorded before it is sent."""
     attempts = Attempts(pipeline, first, reservation)
-    reply = await attempts.walk(lambda: _ask_json(pipeline, attempts.current, kind))
+    reply = await attempts.walk(lambda: _ask_json(pipeline, attempts.current, codec))
     attempts.done()
     last = attempts.current
     usage, error_code = reply.usage, None
     if usage is None:  # an answer the client got and the provider did not count: never free
-        usage, error_code = estimate_answer_usage(last.body, reply.body, kind), USAGE_ESTIMATED
+        usage, error_code = estimate_answer_usage(last.body, reply.body, codec.name), USAGE_ESTIMATED
     headers = gateway_headers(last, reservation, ticket)
     stored = None
     if reservation.claim is not None:
@@ -181,7 +148,7 @@ def _error_event(error: BaseException) -> bytes:
                 "code": "upstream_error",
             }
         }
-    return b"data: " + orjson.dumps(payload) + b"\n\n"
+    return frame(payload)
 
 
 def _ending(stream: UpstreamStream) -> bytes:
@@ -189,35 +156,20 @@ def _ending(stream: UpstreamStream) -> bytes:
     return stream.end if isinstance(stream, SurfaceStream) else DONE
 
 
-def _open_stream(pipeline: Pipeline, target: UpstreamTarget, attempt: Attempt, kind: str) -> UpstreamStream:
-    kind = _attempt_kind(kind, attempt.model.provider)
+def _open_stream(pipeline: Pipeline, target: UpstreamTarget, attempt: Attempt, codec: Codec) -> UpstreamStream:
     body = attempt.body
-    if kind == "completions":
-        stream: UpstreamStream = pipeline.upstream.completions_stream(target, body)
-        return stream
-    if kind == "completions_over_chat":
-        return TextCompletionStream(pipeline.upstream.chat_stream(target, chat_body(body)))
-    if kind == "responses":
-        return RelayedResponses(pipeline.upstream.native.stream(target, OPENAI_RESPONSES, body))
-    if kind == "responses_over_chat":
-        chat = pipeline.upstream.chat_stream(target, responses_request.chat_body(body))
-        return ResponsesStream(chat, body)
-    if kind == "messages":
-        lines = attempt.request.provider_headers
-        return HeldStop(pipeline.upstream.native.stream(target, ANTHROPIC_MESSAGES, body, lines))
-    if kind == "messages_over_chat":
-        chat_request = messages_request.chat_body(body, _model_max(attempt))
-        return MessagesStream(pipeline.upstream.chat_stream(target, chat_request))
-    stream = pipeline.upstream.chat_stream(target, body)
-    return stream
+    if codec.speaks(attempt.model.provider):
+        return codec.relay_stream(pipeline.upstream, target, body, attempt.request.provider_headers)
+    chat_request = codec.to_chat(body, _model_max(attempt) if codec.caps_output else None)
+    return codec.stream(pipeline.upstream.chat_stream(target, chat_request), body)
 
 
 async def _ask_stream(
-    pipeline: Pipeline, attempt: Attempt, kind: str
+    pipeline: Pipeline, attempt: Attempt, codec: Codec
 ) -> tuple[UpstreamStream, StreamEvent | None]:
     """One attempt at a stream, up to its first event: nothing has reached the client before it."""
     target = await _target(pipeline, attempt)
-    stream = _open_stream(pipeline, target, attempt, kind)
+    stream = _open_stream(pipeline, target, attempt, codec)
     return stream, await anext(stream, None)
 
 
@@ -227,12 +179,12 @@ async def relay_stream(
     reservation: Reservation,
     ticket: CacheTicket | None,
     wants_usage: bool,
-    kind: str = "chat",
+    codec: Codec,
 ) -> SSEResponse:
     """Streamed completion: errors before the first chunk are plain JSON errors (raised), after
     every attempt the plan allows."""
     attempts = Attempts(pipeline, first_attempt, reservation)
-    stream, first = await attempts.walk(lambda: _ask_stream(pipeline, attempts.current, kind))
+    stream, first = await attempts.walk(lambda: _ask_stream(pipeline, attempts.current, codec))
     last = attempts.current  # no attempt follows the first event (SPEC §14)
     ttft_ms = int((time.perf_counter() - last.request.started) * 1000)
     claim = reservation.claim

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from switchboard.upstream.adapters.anthropic_usage import count_tokens
+from switchboard.wire.tokens import count_tokens
 
 IMAGE_TOKENS = 1600
 # A few tokens of framing per message (role and turn markers), as chat formats spend.

@@ -14,9 +14,8 @@ from typing import Any
 import orjson
 
 from switchboard.errors import BadRequest, UpstreamFailed
-from switchboard.upstream.adapters.anthropic_messages import arguments
-from switchboard.upstream.adapters.anthropic_reply import FINISH_REASONS
 from switchboard.upstream.types import UpstreamReply, Usage
+from switchboard.wire.anthropic import FINISH_REASONS, arguments
 
 # finish_reason → stop_reason: FINISH_REASONS backwards, where the first stop reason listed for a
 # finish reason wins (stop → end_turn rather than stop_sequence, length → max_tokens).

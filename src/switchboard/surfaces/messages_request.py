@@ -20,7 +20,7 @@ from starlette.datastructures import Headers
 
 from switchboard.errors import BadRequest
 from switchboard.kit.nesting import MAX_NESTING, deeper_than
-from switchboard.upstream.adapters.anthropic_tools import TOOL_CHOICE_TYPES
+from switchboard.wire.anthropic import TOOL_CHOICE_TYPES
 
 Block = dict[str, Any]
 # Client headers an `anthropic` provider must see; the caller's own credential never goes along.

@@ -20,13 +20,14 @@ from switchboard.surfaces.messages_reply import anthropic_usage, stop_reason
 from switchboard.surfaces.stream import SurfaceStream
 from switchboard.upstream.types import StreamEvent, UpstreamStream, Usage
 from switchboard.upstream.usage_openai import openai_usage
+from switchboard.wire.sse import frame_event, payload_of
 
-MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+MESSAGE_STOP = frame_event("message_stop", {"type": "message_stop"})
 
 
 def event(payload: dict[str, Any]) -> bytes:
     name: str = payload["type"]
-    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+    return frame_event(name, payload)
 
 
 def error_event(error: BaseException) -> bytes:
@@ -82,7 +83,7 @@ class MessagesStream(SurfaceStream):
         if self._ended:
             return b""
         try:
-            payload = orjson.loads(chunk.data[len(b"data: ") :])
+            payload = orjson.loads(payload_of(chunk.data))
         except orjson.JSONDecodeError:
             raise UpstreamFailed("the provider sent a stream event that is not JSON") from None
         out = b"" if self._started else self._message_start(payload)

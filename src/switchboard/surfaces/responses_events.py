@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from switchboard.surfaces.responses_answer import (
     ResponseFrame,
     function_call_item,
@@ -27,6 +25,8 @@ from switchboard.surfaces.responses_answer import (
     text_part,
 )
 from switchboard.upstream.types import Usage
+from switchboard.wire.responses import COMPLETED, FAILED, INCOMPLETE
+from switchboard.wire.sse import frame_event
 
 
 class _Message:
@@ -78,7 +78,7 @@ class ResponseEvents:
     def _emit(self, kind: str, **fields: Any) -> None:
         payload = {"type": kind, **fields, "sequence_number": self.sequence}
         self.sequence += 1
-        self._out.append(b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n")
+        self._out.append(frame_event(kind, payload))
 
     def _take(self) -> bytes:
         out, self._out = b"".join(self._out), []
@@ -226,7 +226,7 @@ class ResponseEvents:
         status = "incomplete" if incomplete else "completed"
         output = [self._close(item, status) for item in self._items]
         response = self.frame.response(status, output, usage, incomplete, self._model)
-        self._emit("response.incomplete" if incomplete else "response.completed", response=response)
+        self._emit(INCOMPLETE if incomplete else COMPLETED, response=response)
         return self._take()
 
     def failure(self, code: str, message: str) -> bytes:
@@ -237,5 +237,5 @@ class ResponseEvents:
         # The response's error code is one of the Responses API's few; the `error` event has ours.
         kind = "rate_limit_exceeded" if code == "rate_limit_exceeded" else "server_error"
         response["error"] = {"code": kind, "message": message}
-        self._emit("response.failed", response=response)
+        self._emit(FAILED, response=response)
         return self._take()

@@ -16,12 +16,14 @@ from switchboard.surfaces.responses_answer import ResponseFrame
 from switchboard.surfaces.responses_events import ResponseEvents
 from switchboard.surfaces.stream import SurfaceStream
 from switchboard.upstream.types import StreamEvent, UpstreamStream
+from switchboard.wire.responses import ANSWERED
+from switchboard.wire.sse import frame_event
 
 _SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
 # How OpenAI opens the events that end a response (its `event:` line comes first). A failed one
 # (`response.failed`, or an `error` event) is no event here: it is the failure's `provider_event`
 # (upstream/native.py), which the pipeline sends once the call is settled.
-_FINAL = (b"event: response.completed", b"event: response.incomplete")
+_FINAL = tuple(b"event: " + name.encode() for name in ANSWERED)
 
 
 def failure_of(error: BaseException) -> tuple[str, str]:
@@ -119,7 +121,7 @@ class RelayedResponses(SurfaceStream):
         code, message = failure_of(error)
         payload: dict[str, Any] = {"type": "error", "code": code, "message": message, "param": None}
         payload["sequence_number"] = self._last + 1
-        return b"event: error\ndata: " + orjson.dumps(payload) + b"\n\n"
+        return frame_event("error", payload)
 
     async def aclose(self) -> None:
         await self._relayed.aclose()

@@ -27,6 +27,7 @@ from switchboard.upstream.endpoints import Endpoint
 from switchboard.upstream.provider_stream import ProviderStream
 from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget, Usage
 from switchboard.upstream.usage_openai import openai_usage
+from switchboard.wire import responses as responses_wire
 
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
@@ -172,14 +173,14 @@ def _read_anthropic(events: _RelayedEvents, payload: dict[str, Any]) -> None:
 
 def _read_responses(events: _RelayedEvents, payload: dict[str, Any]) -> None:
     kind = payload.get("type")
-    if kind in ("response.completed", "response.incomplete", "response.failed"):
+    if kind in responses_wire.ENDED:
         response = payload.get("response") or {}
         usage = response.get("usage")
         if isinstance(usage, dict):
             events.usage = openai_usage(usage, response.get("service_tier"))
         if tracing.ON and isinstance(response, dict):
             telemetry.answer_finished(_responses_reasons(response))
-        if kind == "response.failed":
+        if kind == responses_wire.FAILED:
             events.failure = provider_errors.in_stream(response.get("error"))
     elif kind == "error":
         # OpenAI's stream error event: {"type": "error", "code", "message", "param"}.

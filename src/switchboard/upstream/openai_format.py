@@ -10,6 +10,7 @@ import orjson
 
 from switchboard.upstream.types import StreamEvent, Usage
 from switchboard.upstream.usage_openai import openai_usage
+from switchboard.wire.sse import frame
 
 # What an OpenAI message or delta carries; litellm's extras (provider_specific_fields,
 # thinking_blocks, vertex_ai_* metadata, …) stay behind.
@@ -61,10 +62,6 @@ def completion_body(result: Any) -> tuple[Usage | None, bytes]:
     return usage, orjson.dumps(body)
 
 
-def _sse(payload: dict[str, Any]) -> bytes:
-    return b"data: " + orjson.dumps(payload) + b"\n\n"
-
-
 def chunk_events(chunk: Any, stream_id: str | None = None) -> tuple[Usage | None, list[StreamEvent]]:
     """One litellm stream chunk as OpenAI chunks: content first, then a `choices: []` usage chunk
     when it carries usage (litellm puts usage on a chunk with an empty delta; OpenAI does not).
@@ -91,11 +88,11 @@ def chunk_events(chunk: Any, stream_id: str | None = None) -> tuple[Usage | None
         for index, choice in enumerate(dump.get("choices") or [])
     ]
     live = [choice for choice in choices if choice["delta"] or choice["finish_reason"]]
-    events = [StreamEvent(_sse({**base, "choices": live}))] if live else []
+    events = [StreamEvent(frame({**base, "choices": live}))] if live else []
     usage = _usage(dump.get("usage"), dump.get("service_tier"))
     if usage is not None:
         events.append(
-            StreamEvent(_sse({**base, "choices": [], "usage": usage.to_openai()}), is_usage_only=True)
+            StreamEvent(frame({**base, "choices": [], "usage": usage.to_openai()}), is_usage_only=True)
         )
     return usage, events
 

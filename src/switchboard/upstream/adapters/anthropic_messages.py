@@ -15,10 +15,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from switchboard.errors import BadRequest
 from switchboard.upstream.adapters import anthropic_media
+from switchboard.wire.anthropic import arguments
 
 Block = dict[str, Any]
 EMPTY_TEXT = "[System: Empty message content sanitised to satisfy protocol]"
@@ -287,41 +286,3 @@ def _signed(block: Mapping[str, Any]) -> bool:
         return True
     text, signature = block.get("thinking"), block.get("signature")
     return isinstance(signature, str) and bool(signature) and isinstance(text, str) and bool(text.strip())
-
-
-def arguments(raw: object, tool: object) -> Any:
-    """A tool call's `arguments` string as the JSON value Anthropic wants as `input`; a call the model
-    cut short (unclosed braces) is closed, as litellm does."""
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return {}
-    if not isinstance(raw, str):
-        raise BadRequest(f"the arguments of tool call {tool!r} must be a JSON string", param="messages")
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        repaired = _closed(raw.rstrip())
-        if repaired is not None:
-            return repaired
-    raise BadRequest(f"the arguments of tool call {tool!r} are not JSON", param="messages")
-
-
-def _closed(text: str) -> Any:
-    closers: list[str] = []
-    in_string = escaped = False
-    for char in text:
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = in_string
-        elif char == '"':
-            in_string = not in_string
-        elif not in_string and char in "{[":
-            closers.append("}" if char == "{" else "]")
-        elif not in_string and char in "}]" and closers and closers[-1] == char:
-            closers.pop()
-    if not closers:
-        return None
-    try:
-        return orjson.loads(text.rstrip(",") + "".join(reversed(closers)))
-    except orjson.JSONDecodeError:
-        return None

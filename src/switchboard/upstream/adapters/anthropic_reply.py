@@ -19,21 +19,7 @@ from switchboard.upstream import provider_errors
 from switchboard.upstream.adapters.anthropic_request import JSON_TOOL, UNKNOWN_CONTEXT, ReplyContext
 from switchboard.upstream.adapters.anthropic_usage import usage as usage_of
 from switchboard.upstream.types import Usage
-
-FINISH_REASONS = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "tool_use": "tool_calls",
-    "refusal": "content_filter",
-    "compaction": "length",
-}
-
-
-def finish_reason(stop_reason: object) -> str:
-    """Anthropic's stop_reason as OpenAI's finish_reason; one litellm does not map (pause_turn,
-    model_context_window_exceeded, none) is `stop`, as litellm has it."""
-    return FINISH_REASONS.get(stop_reason, "stop") if isinstance(stop_reason, str) else "stop"
+from switchboard.wire.anthropic import finish_reason
 
 
 def reply(data: bytes, model: str, context: ReplyContext | None) -> tuple[Usage | None, bytes]:

@@ -18,11 +18,12 @@ import orjson
 
 from switchboard.errors import UpstreamFailed
 from switchboard.upstream import provider_errors
-from switchboard.upstream.adapters.anthropic_reply import finish_reason
 from switchboard.upstream.adapters.anthropic_request import JSON_TOOL, UNKNOWN_CONTEXT, ReplyContext
 from switchboard.upstream.adapters.anthropic_usage import usage as usage_of
 from switchboard.upstream.adapters.base import StreamMapper
 from switchboard.upstream.types import StreamEvent
+from switchboard.wire.anthropic import finish_reason
+from switchboard.wire.sse import DATA
 
 _new_event = tuple.__new__  # StreamEvent(data) without the NamedTuple's Python-level __new__
 _OPEN = b',"logprobs":null,"finish_reason":'
@@ -97,7 +98,7 @@ class AnthropicStreamMapper(StreamMapper):
             "created": self._created,
             "model": self._model,
         }
-        self._prefix = b"data: " + orjson.dumps(head)[:-1] + b',"choices":[{"index":0,"delta":'
+        self._prefix = DATA + orjson.dumps(head)[:-1] + b',"choices":[{"index":0,"delta":'
         if isinstance(message.get("usage"), dict):
             self._raw_usage.update(message["usage"])
             self.usage = usage_of(self._raw_usage, None)  # known so far, should the stream break off

@@ -13,6 +13,7 @@ from typing import Any
 
 from switchboard.errors import BadRequest
 from switchboard.upstream.adapters import anthropic_schema
+from switchboard.wire.anthropic import TOOL_CHOICE_TYPES
 
 Block = dict[str, Any]
 _BAD_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -31,7 +32,6 @@ WEB_SEARCH_TOOL = "web_search_20250305"
 WEB_SEARCH_USES = {"low": 1, "medium": 5, "high": 10}  # search_context_size → max_uses
 LOCATION_KEYS = ("city", "country", "region", "timezone")
 # OpenAI's tool_choice strings as Anthropic's types; the Messages surface (surfaces/) reads it backwards.
-TOOL_CHOICE_TYPES = {"auto": "auto", "none": "none", "required": "any"}
 DUMMY_TOOL: Block = {
     "type": "function",
     "function": {

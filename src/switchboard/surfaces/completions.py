@@ -6,12 +6,18 @@ completion with the prompt as its one user message, answered back as `text_compl
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 import orjson
+from starlette.datastructures import Headers
 
 from switchboard.errors import BadRequest
-from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream
+from switchboard.surfaces.codec import Codec, Decoded, decoded
+from switchboard.surfaces.request_body import check_generation_fields, client_wants_usage
+from switchboard.upstream.client import UpstreamClient
+from switchboard.upstream.types import StreamEvent, UpstreamReply, UpstreamStream, UpstreamTarget
+from switchboard.wire.sse import frame, payload_of
 
 # Legacy parameters with a chat equivalent of the same name and meaning.
 _SHARED = (
@@ -100,12 +106,12 @@ def text_completion_reply(reply: UpstreamReply) -> UpstreamReply:
 
 
 def _text_event(event: StreamEvent) -> StreamEvent:
-    chunk = orjson.loads(event.data[len(b"data: ") :])
+    chunk = orjson.loads(payload_of(event.data))
     out = _head(chunk)
     out["choices"] = [_text_choice(c, "delta") for c in chunk.get("choices") or []]
     if chunk.get("usage") is not None:
         out["usage"] = chunk["usage"]
-    return StreamEvent(b"data: " + orjson.dumps(out) + b"\n\n", event.is_usage_only)
+    return StreamEvent(frame(out), event.is_usage_only)
 
 
 class TextCompletionStream(UpstreamStream):
@@ -128,3 +134,36 @@ class TextCompletionStream(UpstreamStream):
 
     async def aclose(self) -> None:
         await self._chat.aclose()
+
+
+class CompletionsCodec(Codec):
+    """Relayed to `openai`; over chat for every other provider kind."""
+
+    name = "completions"
+    endpoint = "completions"
+
+    def decode(self, body: dict[str, Any], headers: Headers) -> Decoded:
+        check_completions_body(body)
+        return decoded(check_generation_fields(body), client_wants_usage(body))
+
+    def speaks(self, provider: str) -> bool:
+        return provider == "openai"
+
+    def relay(
+        self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes
+    ) -> Awaitable[UpstreamReply]:
+        return upstream.completions(target, body)
+
+    def relay_stream(
+        self, upstream: UpstreamClient, target: UpstreamTarget, body: dict[str, Any], headers: bytes
+    ) -> UpstreamStream:
+        return upstream.completions_stream(target, body)
+
+    def to_chat(self, body: dict[str, Any], max_output: int | None) -> dict[str, Any]:
+        return chat_body(body)
+
+    def answer(self, chat: UpstreamReply, body: dict[str, Any]) -> UpstreamReply:
+        return text_completion_reply(chat)
+
+    def stream(self, chat: UpstreamStream, body: dict[str, Any]) -> UpstreamStream:
+        return TextCompletionStream(chat)

@@ -1,0 +1,43 @@
+"""One registry (surfaces/registry.py) makes both the fast path's handlers and the documented routes."""
+
+from __future__ import annotations
+
+from fastapi.routing import APIRoute
+
+from switchboard.llm import fast_routes, router
+from switchboard.surfaces.registry import ROUTES
+
+
+def test_the_fast_path_takes_every_registered_route_and_no_other() -> None:
+    assert list(fast_routes.HANDLERS) == [route.full_path for route in ROUTES]
+
+
+def test_the_framework_documents_every_registered_route_in_the_registry_order() -> None:
+    posts = [
+        (route.path, route.operation_id)
+        for route in router.router.routes
+        if isinstance(route, APIRoute) and "POST" in route.methods
+    ]
+    assert posts == [(route.full_path, route.operation_id) for route in ROUTES]
+
+
+def test_each_surface_records_its_own_endpoint() -> None:
+    endpoints = [route.codec.endpoint for route in ROUTES if route.codec is not None]
+    assert len(endpoints) == len(set(endpoints)) == 5
+
+
+def test_a_surface_is_relayed_as_it_came_only_to_the_providers_that_speak_it() -> None:
+    speakers = {
+        route.path: [
+            kind for kind in ("openai", "anthropic", "gemini", "mistral") if route.codec.speaks(kind)
+        ]
+        for route in ROUTES
+        if route.codec is not None
+    }
+    assert speakers == {
+        "/chat/completions": ["openai", "anthropic", "gemini", "mistral"],  # adapted by the upstream client
+        "/completions": ["openai"],
+        "/responses": ["openai"],
+        "/messages": ["anthropic"],
+        "/embeddings": ["openai", "anthropic", "gemini", "mistral"],  # litellm beyond openai
+    }
