@@ -156,7 +156,9 @@ def _ending(stream: UpstreamStream) -> bytes:
     return stream.end if isinstance(stream, SurfaceStream) else DONE
 
 
-def _open_stream(pipeline: Pipeline, target: UpstreamTarget, attempt: Attempt, codec: Codec) -> UpstreamStream:
+def _open_stream(
+    pipeline: Pipeline, target: UpstreamTarget, attempt: Attempt, codec: Codec
+) -> UpstreamStream:
     body = attempt.body
     if codec.speaks(attempt.model.provider):
         return codec.relay_stream(pipeline.upstream, target, body, attempt.request.provider_headers)

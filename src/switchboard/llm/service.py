@@ -85,7 +85,8 @@ async def _call(request: _CallRequest) -> Response:
             )
         first = first_attempt(call)
         if not codec.speaks(first.model.provider):
-            codec.to_chat(first.body, None)  # what this provider cannot be asked is refused before anything runs
+            # What this provider cannot be asked is refused before anything runs.
+            codec.to_chat(first.body, None)
         ticket = await cached_answers.lookup(pipeline, first, request.headers)  # None unless caching applies
         hit = ticket.hit if ticket is not None else None
         # limits: 402/429 here, before the provider is called
