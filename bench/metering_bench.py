@@ -34,6 +34,8 @@ from switchboard.kit.clock import utcnow
 from switchboard.metering.economies import economy_id_for, sync_config_economies
 from switchboard.metering.outcome import CallOutcome
 from switchboard.metering.writer import MAX_BATCH, UsageWriter
+from switchboard.settlement.call import Settlement
+from switchboard.settlement.writer import usage_writer
 
 T = TypeVar("T")
 POSTGRES_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -102,12 +104,12 @@ def outcome(user_id: uuid.UUID) -> CallOutcome:
 async def run_mode(url: str, database: str, mode: str, concurrency: int, calls: int) -> Result:
     engine = make_engine(url)
     sessionmaker = make_sessionmaker(engine)
-    writer: UsageWriter | NullSink
+    writer: UsageWriter[Settlement] | NullSink
     if mode == "harness":
         writer = NullSink()
     else:
-        # As the gateway builds it (metering/lifecycle.py).
-        writer = UsageWriter(
+        # As the gateway builds it (settlement/lifecycle.py).
+        writer = usage_writer(
             sessionmaker,
             CATALOG,
             max_batch=MAX_BATCH if mode == "group-commit" else 1,

@@ -52,6 +52,7 @@ from switchboard.observability import router as observability_router
 from switchboard.openapi_errors import declare_errors
 from switchboard.request_context import RequestContextMiddleware
 from switchboard.settings import Settings, load_settings
+from switchboard.settlement import lifecycle as settlement_lifecycle
 from switchboard.sso import lifecycle as sso_lifecycle
 from switchboard.sso import router as sso_router
 from switchboard.startup_errors import open_database
@@ -69,7 +70,8 @@ LIFECYCLES: tuple[DomainLifecycle, ...] = (
     upstream_lifecycle,
     catalog_lifecycle,
     metering_lifecycle,
-    observability_lifecycle,  # after metering: its usage writer feeds the metrics too
+    settlement_lifecycle,  # the usage writer: after metering (economies) and idempotency (its claims)
+    observability_lifecycle,  # after settlement: the usage writer feeds the metrics too
     cache_lifecycle,  # after credentials (its key ring) and observability (its counter)
     limits_lifecycle,
     auth_lifecycle,

@@ -15,7 +15,8 @@ import pytest
 from sqlalchemy import select, update
 
 from switchboard.limits.models import LimitUsageRow
-from switchboard.metering.outcome import Settlement, new_record_id
+from switchboard.metering.outcome import new_record_id
+from switchboard.settlement.call import Settlement
 from tests.llm.conftest import Caller, make_caller, unique_model
 from tests.metering.conftest import make_outcome
 from tests.support.gateway import Gateway, User

@@ -12,14 +12,15 @@ from switchboard.config_file import ModelEntry
 from switchboard.errors import LimitRefused
 from switchboard.idempotency.service import StoredResponse
 from switchboard.limits import enforce
-from switchboard.limits import ledger as limits_ledger
 from switchboard.limits.rules import Limit
 from switchboard.llm.context import PreparedCall
 from switchboard.llm.outcomes import build_outcome
 from switchboard.llm.prompt_bound import prompt_bound
 from switchboard.llm.services import Pipeline
-from switchboard.metering.outcome import CallOutcome, Settlement
+from switchboard.metering.outcome import CallOutcome
 from switchboard.observability import events
+from switchboard.settlement import recovery
+from switchboard.settlement.call import Settlement
 from switchboard.upstream.prices import litellm_max_output
 
 GATEWAY_CRASHED = "gateway_crashed"
@@ -164,7 +165,7 @@ async def _follow_attempt(pipeline: Pipeline, call: PreparedCall) -> None:
     record = recovery_record(call)
     if call.hold is not None:
         async with pipeline.engine.begin() as conn:
-            await limits_ledger.remember_call(conn, call.call_id, record)
+            await recovery.remember_call(conn, call.call_id, record)
     if call.claim is not None:
         await pipeline.idempotency.attach(call.claim, record)
 
