@@ -31,6 +31,7 @@ from switchboard.config_file import GatewayConfig, ModelEntry
 from switchboard.db.engine import make_engine, make_sessionmaker
 from switchboard.db.migrate import upgrade
 from switchboard.kit.clock import utcnow
+from switchboard.limits.budgets import EconomyBudgets
 from switchboard.metering.economies import economy_id_for, sync_config_economies
 from switchboard.metering.outcome import CallOutcome
 from switchboard.metering.writer import MAX_BATCH, UsageWriter
@@ -146,7 +147,7 @@ async def prepare(url: str) -> None:
     try:
         await upgrade(engine)
         async with make_sessionmaker(engine)() as session, session.begin():
-            await sync_config_economies(session, GatewayConfig())
+            await sync_config_economies(session, GatewayConfig(), EconomyBudgets())
     finally:
         await engine.dispose()
 

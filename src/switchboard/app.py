@@ -41,6 +41,7 @@ from switchboard.idempotency.openapi import declare_idempotency_key
 from switchboard.lifecycle import DomainLifecycle
 from switchboard.limits import lifecycle as limits_lifecycle
 from switchboard.limits import router as limits_router
+from switchboard.limits.budgets import EconomyBudgets
 from switchboard.llm import fast_routes
 from switchboard.llm import lifecycle as llm_lifecycle
 from switchboard.llm import router as llm_router
@@ -218,6 +219,8 @@ def create_app(settings: Settings | None = None, *, fast_model_calls: bool = Tru
         redoc_url=None,
     )
     app.state.settings = settings
+    # Metering's economy changes keep each budget's limit through it (metering.economies.BudgetLimits).
+    app.state.economy_budgets = EconomyBudgets(app.state)
     app.state.authenticator = Authenticator(
         TokenCodec(settings.jwt_secret.get_secret_value(), settings.jwt_audience, settings.jwt_leeway_seconds)
     )

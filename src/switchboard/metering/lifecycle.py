@@ -26,7 +26,7 @@ async def startup(app: FastAPI) -> None:
     except ConfigError as exc:
         raise ConfigError(locate(settings.config_path, str(exc))) from None
     async with app.state.sessionmaker() as session, session.begin():
-        default = await sync_config_economies(session, settings.config)
+        default = await sync_config_economies(session, settings.config, app.state.economy_budgets)
     register_default(app.state.engine.sync_engine, default)
     app.state.default_economy = default
     app.state.write_transactions = WriteTransactions(app.state.engine)
