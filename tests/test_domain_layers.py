@@ -3,6 +3,10 @@
 Upstream (the provider layer, which credentials, catalog, metering and routing build on) imports no
 domain; auth, which every domain asks who the caller is, imports none of them; the catalog reads its
 own configuration (`routing:`, `fallbacks:`) and imports nothing of routing, which reads the catalog.
+Metering (economies, prices, usage records, the writer's queue) imports nothing of limits, which
+reads metering's economies and records: an economy's budget reaches its limit through
+`metering.economies.BudgetLimits`. Settlement, which commits a call's record with its limits'
+settlement, sits above both, and neither imports it.
 Imports inside functions count: a lazy import is still a dependency.
 """
 
@@ -24,6 +28,7 @@ DOMAINS = (
     "limits",
     "metering",
     "routing",
+    "settlement",
 )
 
 
@@ -50,6 +55,8 @@ def _imported_packages(package: str) -> dict[str, set[str]]:
         ("upstream", set(DOMAINS)),
         ("auth", set(DOMAINS) - {"auth"}),
         ("catalog", {"routing"}),
+        ("metering", {"limits", "settlement"}),
+        ("limits", {"settlement"}),
     ],
 )
 def test_a_lower_package_imports_nothing_above_it(package: str, forbidden: set[str]) -> None:
@@ -64,3 +71,4 @@ def test_a_lower_package_imports_nothing_above_it(package: str, forbidden: set[s
 def test_the_check_sees_lazy_imports() -> None:
     # groups/auth_routes.py reads the economies' table inside a function: still an import of metering.
     assert "metering" in _imported_packages("groups")["groups/auth_routes.py"]
+
