@@ -71,4 +71,3 @@ def test_a_lower_package_imports_nothing_above_it(package: str, forbidden: set[s
 def test_the_check_sees_lazy_imports() -> None:
     # groups/auth_routes.py reads the economies' table inside a function: still an import of metering.
     assert "metering" in _imported_packages("groups")["groups/auth_routes.py"]
-
