@@ -4,9 +4,9 @@ Upstream (the provider layer, which credentials, catalog, metering and routing b
 domain; auth, which every domain asks who the caller is, imports none of them; the catalog reads its
 own configuration (`routing:`, `fallbacks:`) and imports nothing of routing, which reads the catalog.
 Metering (economies, prices, usage records, the writer's queue) imports nothing of limits, which
-reads metering's economies and records: an economy's budget reaches its limit through
-`metering.economies.BudgetLimits`. Settlement, which commits a call's record with its limits'
-settlement, sits above both, and neither imports it.
+reads metering's economies, prices and records through `metering.service` alone: an economy's
+budget reaches its limit through `metering.economies.BudgetLimits`. Settlement, which commits a
+call's record with its limits' settlement, sits above both, and neither imports it.
 Imports inside functions count: a lazy import is still a dependency.
 """
 
@@ -66,6 +66,20 @@ def test_a_lower_package_imports_nothing_above_it(package: str, forbidden: set[s
         if parts & forbidden
     }
     assert against == {}
+
+
+def test_limits_reads_metering_through_its_service_module_only() -> None:
+    through: set[str] = set()
+    for path in sorted((SRC / "limits").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            through.update(name for name in names if name.startswith("switchboard.metering"))
+    assert through == {"switchboard.metering.service"}
 
 
 def test_the_check_sees_lazy_imports() -> None:

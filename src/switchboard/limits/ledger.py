@@ -34,13 +34,11 @@ from switchboard.db.write_transaction import InlineConnection, LedgerConnection,
 from switchboard.kit.clock import utcnow
 from switchboard.limits.models import LimitHoldRow, LimitRow, LimitUsageRow
 from switchboard.limits.rules import ROLLING_SECONDS, Limit, bucket_debt, resets_at, window_start
-from switchboard.metering.models import UsageRecordRow
-from switchboard.metering.rollup_summary import counted_in_rollups
+from switchboard.metering.service import counted_since
 
 _LIMITS = cast(Table, LimitRow.__table__)
 _USAGE = cast(Table, LimitUsageRow.__table__)
 _HOLDS = cast(Table, LimitHoldRow.__table__)
-_RECORDS = cast(Table, UsageRecordRow.__table__)
 
 # Built once: constructing a statement (and its cache key) costs more than running it on SQLite.
 # Statements over a few limits are built per number of limits, with one parameter each: an
@@ -123,41 +121,6 @@ async def lock_limits(conn: LedgerConnection, ids: Iterable[uuid.UUID]) -> None:
         await conn.execute(_lock_by_writing(len(ordered)), _by_id(ordered))
 
 
-def _subject_filter(limit: Limit) -> list[Any]:
-    column = {
-        "economy": _RECORDS.c.economy_id,
-        "user": _RECORDS.c.user_id,
-        "room": _RECORDS.c.room_id,
-        "api_key": _RECORDS.c.api_key_id,
-        "agent": _RECORDS.c.agent_id,
-    }[limit.subject_type]
-    subject: object = limit.subject_id if limit.subject_type == "agent" else uuid.UUID(limit.subject_id)
-    conditions = [column == subject]
-    if limit.economy_id is not None:
-        conditions.append(_RECORDS.c.economy_id == limit.economy_id)
-    return conditions
-
-
-async def _sum_records(conn: LedgerConnection, limit: Limit, start: datetime | None) -> int:
-    """What the subject's records already count in the window: a new limit starts from the truth."""
-    subject: object = limit.subject_id if limit.subject_type == "agent" else uuid.UUID(limit.subject_id)
-    # The hourly rollups say the same in far fewer rows, and still know what retention deleted.
-    counted = await counted_in_rollups(
-        conn, limit.subject_type, subject, limit.economy_id, limit.metric, start
-    )
-    if counted is not None:
-        return counted
-    measure: Any = {
-        "cost": func.coalesce(func.sum(_RECORDS.c.cost), 0),
-        "tokens": func.coalesce(func.sum(_RECORDS.c.prompt_tokens + _RECORDS.c.completion_tokens), 0),
-        "requests": func.count(),
-    }[limit.metric]
-    query = select(measure).where(*_subject_filter(limit))
-    if start is not None:
-        query = query.where(_RECORDS.c.occurred_at >= start)
-    return int(await conn.scalar(query) or 0)
-
-
 @functools.cache
 def _parameter_names(count: int) -> tuple[tuple[str, str], ...]:
     return tuple((f"id{index}", f"ws{index}") for index in range(count))
@@ -185,7 +148,11 @@ async def _standing(
             )
         elif counted is None:
             start = parameters[f"ws{index}"]
-            counted = await _sum_records(conn, limit, None if limit.window == "total" else start)
+            # What the subject's records already count in the window: a new limit starts from the truth.
+            since = None if limit.window == "total" else start
+            counted = await counted_since(
+                conn, limit.subject_type, limit.subject_id, limit.economy_id, limit.metric, since
+            )
             if create_missing:
                 await conn.execute(
                     insert_for(conn.dialect.name)(_USAGE)
