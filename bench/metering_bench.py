@@ -31,9 +31,12 @@ from switchboard.config_file import GatewayConfig, ModelEntry
 from switchboard.db.engine import make_engine, make_sessionmaker
 from switchboard.db.migrate import upgrade
 from switchboard.kit.clock import utcnow
+from switchboard.limits.budgets import EconomyBudgets
 from switchboard.metering.economies import economy_id_for, sync_config_economies
 from switchboard.metering.outcome import CallOutcome
 from switchboard.metering.writer import MAX_BATCH, UsageWriter
+from switchboard.settlement.call import Settlement
+from switchboard.settlement.writer import usage_writer
 
 T = TypeVar("T")
 POSTGRES_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -102,12 +105,12 @@ def outcome(user_id: uuid.UUID) -> CallOutcome:
 async def run_mode(url: str, database: str, mode: str, concurrency: int, calls: int) -> Result:
     engine = make_engine(url)
     sessionmaker = make_sessionmaker(engine)
-    writer: UsageWriter | NullSink
+    writer: UsageWriter[Settlement] | NullSink
     if mode == "harness":
         writer = NullSink()
     else:
-        # As the gateway builds it (metering/lifecycle.py).
-        writer = UsageWriter(
+        # As the gateway builds it (settlement/lifecycle.py).
+        writer = usage_writer(
             sessionmaker,
             CATALOG,
             max_batch=MAX_BATCH if mode == "group-commit" else 1,
@@ -144,7 +147,7 @@ async def prepare(url: str) -> None:
     try:
         await upgrade(engine)
         async with make_sessionmaker(engine)() as session, session.begin():
-            await sync_config_economies(session, GatewayConfig())
+            await sync_config_economies(session, GatewayConfig(), EconomyBudgets())
     finally:
         await engine.dispose()
 

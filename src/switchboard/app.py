@@ -41,6 +41,7 @@ from switchboard.idempotency.openapi import declare_idempotency_key
 from switchboard.lifecycle import DomainLifecycle
 from switchboard.limits import lifecycle as limits_lifecycle
 from switchboard.limits import router as limits_router
+from switchboard.limits.budgets import EconomyBudgets
 from switchboard.llm import fast_routes
 from switchboard.llm import lifecycle as llm_lifecycle
 from switchboard.llm import router as llm_router
@@ -52,6 +53,7 @@ from switchboard.observability import router as observability_router
 from switchboard.openapi_errors import declare_errors
 from switchboard.request_context import RequestContextMiddleware
 from switchboard.settings import Settings, load_settings
+from switchboard.settlement import lifecycle as settlement_lifecycle
 from switchboard.sso import lifecycle as sso_lifecycle
 from switchboard.sso import router as sso_router
 from switchboard.startup_errors import open_database
@@ -69,7 +71,8 @@ LIFECYCLES: tuple[DomainLifecycle, ...] = (
     upstream_lifecycle,
     catalog_lifecycle,
     metering_lifecycle,
-    observability_lifecycle,  # after metering: its usage writer feeds the metrics too
+    settlement_lifecycle,  # the usage writer: after metering (economies) and idempotency (its claims)
+    observability_lifecycle,  # after settlement: the usage writer feeds the metrics too
     cache_lifecycle,  # after credentials (its key ring) and observability (its counter)
     limits_lifecycle,
     auth_lifecycle,
@@ -216,6 +219,8 @@ def create_app(settings: Settings | None = None, *, fast_model_calls: bool = Tru
         redoc_url=None,
     )
     app.state.settings = settings
+    # Metering's economy changes keep each budget's limit through it (metering.economies.BudgetLimits).
+    app.state.economy_budgets = EconomyBudgets(app.state)
     app.state.authenticator = Authenticator(
         TokenCodec(settings.jwt_secret.get_secret_value(), settings.jwt_audience, settings.jwt_leeway_seconds)
     )

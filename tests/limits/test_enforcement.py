@@ -15,9 +15,7 @@ import pytest
 from sqlalchemy import select, update
 
 from switchboard.limits.models import LimitUsageRow
-from switchboard.metering.outcome import Settlement, new_record_id
 from tests.llm.conftest import Caller, make_caller, unique_model
-from tests.metering.conftest import make_outcome
 from tests.support.gateway import Gateway, User
 
 MESSAGES = [{"role": "user", "content": "Hello there, how are you?"}]
@@ -390,31 +388,6 @@ def test_a_client_that_leaves_frees_its_reservation_within_five_seconds(
         assert time.monotonic() - left < 5, "the reservation outlived the client by 5 s"
         time.sleep(0.05)
     fake_provider.release(model)
-
-
-def test_a_settlement_written_again_after_its_commit_counts_once(gateway: Gateway, admin: User) -> None:
-    """A batch whose commit went through but whose acknowledgement was lost is written again: its
-    records are known by id and skipped, and so is what they count against their limits."""
-    user_id = uuid.uuid4()
-    economy = admin.client.post("/economies", json={"slug": f"s-{user_id.hex[:10]}", "name": "S"}).json()
-    tokens = add_limit(admin, subject_type="economy", subject_id=economy["id"], metric="tokens", window="day",
-                       amount="1000000")  # fmt: skip
-    # A rolling bucket that refills one request in six minutes: the count read back is the settlement's.
-    per_hour = add_limit(admin, subject_type="economy", subject_id=economy["id"], metric="requests",
-                         window="hour", amount="10")  # fmt: skip
-    outcome = make_outcome(economy["id"], user_id, prompt_tokens=30, completion_tokens=12)
-
-    async def write_twice() -> None:
-        registry = gateway.app.state.limits
-        await registry.reload()
-        limits = tuple(registry.get(uuid.UUID(item["id"])) for item in (tokens, per_hour))
-        settlement = Settlement(call_id=uuid.uuid4().hex, limits=limits, record_id=new_record_id())
-        await gateway.app.state.call_sink.record(outcome, settlement)
-        await gateway.app.state.call_sink.record(outcome, settlement)
-
-    gateway.server.call_soon(write_twice(), timeout=60)
-    assert status(admin, tokens["id"])["used"] == "42"
-    assert status(admin, per_hour["id"])["used"] == "1"
 
 
 def test_a_cost_limit_reserves_the_uncached_worst_case_and_settles_the_records_class_priced_cost(

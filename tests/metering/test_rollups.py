@@ -25,13 +25,14 @@ from switchboard.metering.models import (
     UsageRecordRow,
     UsageRollupRow,
 )
-from switchboard.metering.outcome import CallOutcome, Settlement
+from switchboard.metering.outcome import CallOutcome
 from switchboard.metering.rollup_check import Difference, differences, rebuild
 from switchboard.metering.rollup_summary import summarize_fast
 from switchboard.metering.rollups import NO_AGENT, NO_ROOM, hour_of
 from switchboard.metering.schemas import GroupBy, SummaryOut
 from switchboard.metering.usage_queries import UsageFilter, summarize
 from switchboard.metering.writer import UsageWriter
+from switchboard.settlement.call import Settlement
 from tests.conftest import GatewayFactory
 from tests.metering.conftest import EconomyFactory, make_outcome, metering_config, record
 from tests.support import gateway as support

@@ -17,7 +17,7 @@ from switchboard.db.engine import make_engine, make_sessionmaker
 from switchboard.db.upsert import insert_for
 from switchboard.metering.economies import economy_id_for
 from switchboard.metering.models import UsageRecordRow
-from switchboard.metering.writer import UsageWriter
+from switchboard.settlement.writer import usage_writer
 from tests.metering.conftest import count_records, make_outcome, usage_table_locked
 from tests.support.databases import backend
 from tests.support.gateway import Gateway
@@ -192,7 +192,7 @@ def test_a_batch_beyond_one_statements_parameter_limit_is_one_transaction(meteri
     user_id = uuid.uuid4()
 
     async def scenario() -> tuple[int, int]:
-        writer = UsageWriter(app.state.sessionmaker, {}, max_batch=2 * OVER_THE_PARAMETER_LIMIT)
+        writer = usage_writer(app.state.sessionmaker, {}, max_batch=2 * OVER_THE_PARAMETER_LIMIT)
         writer.start()
         try:
             # Every call queues its record before the writer task runs again: they make one batch.
@@ -217,7 +217,7 @@ def test_a_record_whose_economy_is_cached_takes_no_connection_from_the_pool(
         engine = make_engine(url)
         checkouts: list[object] = []
         event.listen(engine.sync_engine, "checkout", lambda *args: checkouts.append(args))
-        writer = UsageWriter(make_sessionmaker(engine), {})
+        writer = usage_writer(make_sessionmaker(engine), {})
         writer.start()
         try:
             await writer.record(
@@ -265,7 +265,7 @@ def test_the_write_ahead_log_stays_bounded_under_one_record_batches(metering_gat
     wal = database.with_name(database.name + "-wal")
 
     async def scenario() -> None:
-        writer = UsageWriter(app.state.sessionmaker, {})
+        writer = usage_writer(app.state.sessionmaker, {})
         writer.start()
         try:
             for _ in range(1500):  # one at a time: every batch holds one record

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from switchboard.metering.economies import economy_id_for
 from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.writer import UsageWriter
+from switchboard.settlement.writer import usage_writer
 from tests.conftest import GatewayFactory
 from tests.metering.conftest import count_records, make_outcome, record, usage_table_locked
 from tests.support.gateway import Gateway
@@ -85,7 +86,7 @@ def test_a_full_queue_makes_callers_wait_and_loses_nothing(metering_gateway: Gat
     user_id = uuid.uuid4()
 
     async def scenario() -> tuple[int, int]:
-        writer = UsageWriter(app.state.sessionmaker, {}, queue_size=2, max_batch=2)
+        writer = usage_writer(app.state.sessionmaker, {}, queue_size=2, max_batch=2)
         writer.start()
         try:
             async with usage_table_locked(app):

@@ -78,7 +78,7 @@ class TakenOver:
     """Internal: a stale row now carries our claim token."""
 
 
-# The statements the usage writer runs in its transaction, built once (see limits/ledger.py).
+# The statements the settlement transaction runs (settlement/transaction.py), built once.
 _THIS_CLAIM = (
     (_T.c.scope == bindparam("b_scope"))
     & (_T.c.key == bindparam("b_key"))

@@ -1,18 +1,21 @@
-"""An economy's `budget` (SPEC §8) is a cost/month limit on the economy, kept in step with it here."""
+"""An economy's `budget` (SPEC §8) is a cost/month limit on the economy, kept in step with it here
+(metering's economy changes call `EconomyBudgets`, handed to them as their `BudgetLimits`)."""
 
 from __future__ import annotations
 
 import uuid
 from typing import cast
 
-from sqlalchemy import Table, delete
+from sqlalchemy import ColumnElement, Table, delete, exists, or_
 from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.datastructures import State
 
 from switchboard.db.upsert import insert_for
 from switchboard.errors import ValidationFailed
+from switchboard.kit.amounts import MAX_AMOUNT, parse_amount
 from switchboard.kit.clock import utcnow
+from switchboard.limits import notify
 from switchboard.limits.models import LimitRow
-from switchboard.limits.rules import MAX_AMOUNT, parse_amount
 from switchboard.limits.store import MANAGED_BY_BUDGET
 
 _LIMITS = cast(Table, LimitRow.__table__)
@@ -67,3 +70,26 @@ async def sync_budget(session: AsyncSession, economy_id: uuid.UUID, budget: str 
             where=_LIMITS.c.amount != statement.excluded.amount,
         )
     )
+
+
+class EconomyBudgets:
+    """metering.economies.BudgetLimits, built in create_app: a budget's change also tells this
+    process's limit registry (`state.limits`, once the pipeline started) after it commits."""
+
+    def __init__(self, state: State | None = None) -> None:
+        self._state = state
+
+    async def sync(self, session: AsyncSession, economy_id: uuid.UUID, budget: str | None) -> None:
+        await sync_budget(session, economy_id, budget)
+        if self._state is not None:
+            # A budget is a limit: this process applies it from the next call.
+            notify.on_commit(session, getattr(self._state, "limits", None))
+
+    def others_apply(self, economy_id: uuid.UUID) -> ColumnElement[bool]:
+        return exists().where(
+            or_(
+                LimitRow.economy_id == economy_id,
+                (LimitRow.subject_type == "economy") & (LimitRow.subject_id == str(economy_id)),
+            ),
+            LimitRow.id != budget_limit_id(economy_id),
+        )

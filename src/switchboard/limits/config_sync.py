@@ -16,10 +16,10 @@ from switchboard.auth.users import user_id_by_email
 from switchboard.config_file import ConfigError, GatewayConfig, LimitEntry
 from switchboard.db.upsert import insert_for
 from switchboard.errors import ValidationFailed
+from switchboard.kit.amounts import MAX_AMOUNT, parse_amount
 from switchboard.kit.clock import utcnow
 from switchboard.limits.authority import OPERATOR
 from switchboard.limits.models import LimitRow
-from switchboard.limits.rules import MAX_AMOUNT, parse_amount
 from switchboard.limits.store import MANAGED_BY_CONFIG, LimitKey
 from switchboard.limits.subjects import subject_form
 from switchboard.metering.service import find_economy

@@ -24,7 +24,7 @@ from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing
 from switchboard.limits.postgres_reserve import reserve_in_one_statement
 from switchboard.limits.rules import Limit, openai_duration, resets_at, retry_after, seconds_until_fits
-from switchboard.metering.pricing import Prices, largest_completion_within, worst_case_nanos
+from switchboard.metering.service import Prices, largest_completion_within, worst_case_nanos
 
 log = logging.getLogger("switchboard.limits")
 

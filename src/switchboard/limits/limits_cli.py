@@ -18,11 +18,11 @@ from switchboard.auth.users import user_id_by_email
 from switchboard.db.engine import make_engine, make_sessionmaker
 from switchboard.db.migrate import upgrade
 from switchboard.errors import NotFound, SwitchboardError, ValidationFailed
+from switchboard.kit.amounts import MAX_AMOUNT, parse_amount
 from switchboard.limits import store
 from switchboard.limits.authority import OPERATOR
 from switchboard.limits.ledger import status_of
 from switchboard.limits.models import LimitRow
-from switchboard.limits.rules import MAX_AMOUNT, parse_amount
 from switchboard.limits.service import refuse_foreign
 from switchboard.limits.store import LimitKey
 from switchboard.limits.subjects import economy_named, require_subject, subject_form

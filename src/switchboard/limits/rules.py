@@ -17,7 +17,6 @@ WINDOWS: tuple[Window, ...] = ("minute", "hour", "day", "month", "total")
 ROLLING_SECONDS: dict[str, int] = {"minute": 60, "hour": 3600}
 # The key of the one counter row of a rolling or `total` limit.
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MAX_AMOUNT = 2**63 - 1  # the counters are BIGINT
 
 
 @dataclass(frozen=True)
@@ -118,11 +117,3 @@ def openai_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m{secs}s"
     return f"{secs}s"
-
-
-def parse_amount(value: object) -> int | None:
-    """An amount is an integer string ("1500"); None for anything else (a JSON number included)."""
-    if not isinstance(value, str) or not value.isascii() or not value.isdigit() or len(value) > 19:
-        return None
-    amount = int(value)
-    return amount if amount <= MAX_AMOUNT else None

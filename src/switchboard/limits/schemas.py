@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from switchboard.limits.rules import MAX_AMOUNT, parse_amount
+from switchboard.kit.amounts import MAX_AMOUNT, parse_amount
 
 SubjectTypeIn = Literal["economy", "user", "room", "agent", "api_key"]
 MetricIn = Literal["cost", "requests", "tokens"]

@@ -13,16 +13,17 @@ from switchboard.cache.entry import CachedAnswer
 from switchboard.errors import LimitRefused
 from switchboard.idempotency.service import Claim, StoredResponse
 from switchboard.limits import enforce
-from switchboard.limits import ledger as limits_ledger
 from switchboard.limits.enforce import Hold
 from switchboard.limits.rules import Limit
 from switchboard.llm.call_attempt import Attempt, model_max
 from switchboard.llm.outcomes import build_outcome
 from switchboard.llm.prompt_bound import prompt_bound
 from switchboard.llm.services import Pipeline
-from switchboard.metering.outcome import CallOutcome, Settlement
+from switchboard.metering.outcome import CallOutcome
 from switchboard.observability import events
 from switchboard.routing.route import Route
+from switchboard.settlement import recovery
+from switchboard.settlement.call import Settlement
 
 GATEWAY_CRASHED = "gateway_crashed"
 
@@ -171,7 +172,7 @@ async def _follow_attempt(pipeline: Pipeline, reservation: Reservation, under_wa
     record = recovery_record(under_way, reservation.call_id)
     if reservation.hold is not None:
         async with pipeline.engine.begin() as conn:
-            await limits_ledger.remember_call(conn, reservation.call_id, record)
+            await recovery.remember_call(conn, reservation.call_id, record)
     if reservation.claim is not None:
         await pipeline.idempotency.attach(reservation.claim, record)
 

@@ -26,6 +26,7 @@ from switchboard.metering.writer import UsageWriter
 from switchboard.observability.metrics import Metrics
 from switchboard.routing.health import RouteHealth
 from switchboard.settings import Settings
+from switchboard.settlement.call import Settlement
 from switchboard.upstream.client import UpstreamClient
 from switchboard.webhooks.hub import WebhookHub
 
@@ -43,7 +44,7 @@ class Pipeline:
     credentials: CredentialStore
     upstream: UpstreamClient
     catalog: Catalog
-    call_sink: UsageWriter  # records, and settles a call's holds and claim with its record
+    call_sink: UsageWriter[Settlement]  # records, and settles a call's holds and claim with its record
     write_transactions: WriteTransactions
     limits: LimitRegistry
     routing: RouteHealth  # cooldowns and calls in flight per route (SPEC §14)

@@ -7,9 +7,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from sqlalchemy import exists, or_, select, update
+from sqlalchemy import ColumnElement, exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -18,9 +18,8 @@ from switchboard.audit.events import FROM_CONFIG, Change, diff
 from switchboard.config_file import ConfigError, EconomyEntry, GatewayConfig, PriceOverride
 from switchboard.db.upsert import insert_for
 from switchboard.errors import Conflict, NotFound
+from switchboard.kit.amounts import MAX_AMOUNT, parse_amount
 from switchboard.kit.clock import utcnow
-from switchboard.limits.budgets import sync_budget
-from switchboard.limits.rules import MAX_AMOUNT, parse_amount
 from switchboard.metering.models import EconomyRow, ParticipantRow, UsageDailyRollupRow, UsageRecordRow
 from switchboard.upstream import providers
 
@@ -30,6 +29,19 @@ AMOUNT_PATTERN = r"^(0|[1-9][0-9]{0,30})$"
 _AMOUNT = re.compile(AMOUNT_PATTERN)
 MANAGED_BY_CONFIG = "config"
 MANAGED_BY_API = "api"
+
+
+class BudgetLimits(Protocol):
+    """An economy's `budget` is a cost/month limit on it (SPEC §13), which the limits domain keeps
+    (limits/budgets.py): every change of an economy that touches its budget goes through this."""
+
+    async def sync(self, session: AsyncSession, economy_id: uuid.UUID, budget: str | None) -> None:
+        """Make the economy's budget limit say `budget`, or remove it when None."""
+        ...
+
+    def others_apply(self, economy_id: uuid.UUID) -> ColumnElement[bool]:
+        """True while a limit other than its budget applies to (or is narrowed to) the economy."""
+        ...
 
 
 class EconomySetupError(Exception):
@@ -129,7 +141,9 @@ def config_entries(config: GatewayConfig) -> list[EconomyEntry]:
     return entries
 
 
-async def sync_config_economies(session: AsyncSession, config: GatewayConfig) -> Economy:
+async def sync_config_economies(
+    session: AsyncSession, config: GatewayConfig, budgets: BudgetLimits
+) -> Economy:
     """Make the database hold the config's economies (and `default`); return the default economy.
 
     Safe when several replicas start at once: rows are inserted with ON CONFLICT DO NOTHING and
@@ -170,7 +184,7 @@ async def sync_config_economies(session: AsyncSession, config: GatewayConfig) ->
                 update(EconomyRow).where(EconomyRow.id == row.id).values(**wanted, updated_at=now)
             )
             await audit_record(session, _config_change("economy.update", row.id, before, wanted), FROM_CONFIG)
-        await sync_budget(session, row.id, entry.budget)  # the budget is a limit (SPEC §13)
+        await budgets.sync(session, row.id, entry.budget)
     default = await find_economy(session, config.default_economy)
     if default is None:
         raise EconomySetupError(f"default_economy names {config.default_economy!r}, which does not exist")
@@ -219,7 +233,7 @@ async def list_economies(
     return [to_economy(row) for row in await session.scalars(query)]
 
 
-async def create_economy(session: AsyncSession, values: Mapping[str, Any]) -> Economy:
+async def create_economy(session: AsyncSession, values: Mapping[str, Any], budgets: BudgetLimits) -> Economy:
     now = utcnow()
     row = EconomyRow(
         id=uuid.uuid4(),
@@ -242,11 +256,13 @@ async def create_economy(session: AsyncSession, values: Mapping[str, Any]) -> Ec
         # Lost a race with a concurrent create of the same slug.
         raise Conflict(f"economy slug {row.slug!r} is taken") from None
     if row.budget is not None:
-        await sync_budget(session, row.id, row.budget)  # the budget is a limit (SPEC §13)
+        await budgets.sync(session, row.id, row.budget)
     return to_economy(row)
 
 
-async def update_economy(session: AsyncSession, economy: Economy, changes: Mapping[str, Any]) -> Economy:
+async def update_economy(
+    session: AsyncSession, economy: Economy, changes: Mapping[str, Any], budgets: BudgetLimits
+) -> Economy:
     if economy.managed_by == MANAGED_BY_CONFIG:
         raise Conflict(f"economy {economy.slug!r} is declared in the config file; change it there")
     values = dict(changes)
@@ -262,22 +278,20 @@ async def update_economy(session: AsyncSession, economy: Economy, changes: Mappi
     row.updated_at = utcnow()
     await session.flush()
     if "budget" in values:
-        await sync_budget(session, economy.id, values["budget"])  # the budget is a limit (SPEC §13)
+        await budgets.sync(session, economy.id, values["budget"])
     return await get_economy(session, str(economy.id))
 
 
-async def delete_economy(session: AsyncSession, economy: Economy) -> None:
+async def delete_economy(session: AsyncSession, economy: Economy, budgets: BudgetLimits) -> None:
     """Delete an economy nothing depends on: one made by mistake, never metered to.
 
     Usage is billing history, so an economy with records (or rollups, once records are purged) stays;
     so does one a room, an agent or a limit other than its own budget still names: each is a 409
     saying what to change first. Its participants and its budget go with it.
     """
-    # Rooms, agents and limits are other domains' tables; they are read here only to refuse.
+    # Rooms and agents are other domains' tables; they are read here only to refuse.
     from switchboard.agents.models import AgentVersion
     from switchboard.groups.models import Room
-    from switchboard.limits.budgets import budget_limit_id
-    from switchboard.limits.models import LimitRow
 
     if economy.managed_by == MANAGED_BY_CONFIG:
         raise Conflict(f"economy {economy.slug!r} is declared in the config file; remove it there")
@@ -289,21 +303,12 @@ async def delete_economy(session: AsyncSession, economy: Economy) -> None:
         (exists().where(UsageDailyRollupRow.economy_id == key), "it has usage records, which billing keeps"),
         (exists().where(Room.default_economy_id == key), "a room uses it as its default economy"),
         (exists().where(AgentVersion.economy_id == key), "an agent meters to it"),
-        (
-            exists().where(
-                or_(
-                    LimitRow.economy_id == key,
-                    (LimitRow.subject_type == "economy") & (LimitRow.subject_id == str(key)),
-                ),
-                LimitRow.id != budget_limit_id(key),
-            ),
-            "limits apply to it; delete them first",
-        ),
+        (budgets.others_apply(key), "limits apply to it; delete them first"),
     )
     for clause, why in blockers:
         if await session.scalar(select(clause)):
             raise Conflict(f"economy {economy.slug!r} cannot be deleted: {why}")
-    await sync_budget(session, key, None)
+    await budgets.sync(session, key, None)
     # Row by row through the ORM, so the audit trail records each participant and the economy going.
     for participant in await session.scalars(select(ParticipantRow).where(ParticipantRow.economy_id == key)):
         await session.delete(participant)

@@ -99,31 +99,41 @@ async def list_visible(
     )
 
 
-async def create(session: AsyncSession, principal: Principal, body: EconomyCreate) -> EconomyOut:
+async def create(
+    session: AsyncSession, principal: Principal, body: EconomyCreate, budgets: economies.BudgetLimits
+) -> EconomyOut:
     require_economy_admin(principal)
     values = body.model_dump()
     values["price_overrides"] = _overrides(body.price_overrides)
-    return economy_out(await economies.create_economy(session, values))
+    return economy_out(await economies.create_economy(session, values, budgets))
 
 
 async def read(session: AsyncSession, principal: Principal, ref: str) -> EconomyOut:
     return economy_out((await access_to(session, principal, ref)).economy)
 
 
-async def change(session: AsyncSession, principal: Principal, ref: str, body: EconomyUpdate) -> EconomyOut:
+async def change(
+    session: AsyncSession,
+    principal: Principal,
+    ref: str,
+    body: EconomyUpdate,
+    budgets: economies.BudgetLimits,
+) -> EconomyOut:
     require_economy_admin(principal)
     economy = await economies.get_economy(session, ref)
     changes = {name: getattr(body, name) for name in body.model_fields_set}
     if body.price_overrides is not None:
         changes["price_overrides"] = _overrides(body.price_overrides)
-    updated = await economies.update_economy(session, economy, changes)
+    updated = await economies.update_economy(session, economy, changes, budgets)
     _forget(session)
     return economy_out(updated)
 
 
-async def remove(session: AsyncSession, principal: Principal, ref: str) -> None:
+async def remove(
+    session: AsyncSession, principal: Principal, ref: str, budgets: economies.BudgetLimits
+) -> None:
     require_economy_admin(principal)
-    await economies.delete_economy(session, await economies.get_economy(session, ref))
+    await economies.delete_economy(session, await economies.get_economy(session, ref), budgets)
     _forget(session)
 
 

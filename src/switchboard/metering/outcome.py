@@ -7,7 +7,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 # "abandoned": the call's replica died before it settled; written by recovery (SPEC §13).
 CallStatus = Literal["ok", "error", "cancelled", "abandoned"]
@@ -58,29 +58,11 @@ class CallOutcome:
     cache_hit: bool = False
 
 
-@dataclass(frozen=True)
-class Settlement:
-    """What else a call's ending commits in the transaction that writes its record (SPEC §13).
-
-    `call_id`'s limit holds are replaced by the record's actual usage counted against `limits`;
-    `claim` (an idempotency claim) is completed with `stored`, or released when `stored` is None.
-    An `abandoned` settlement is recovery's: its record is written only if it still frees something
-    (the dead call's holds or claim), so that two replicas recovering the same call write it once.
-    """
-
-    call_id: str | None = None
-    limits: tuple[Any, ...] = ()
-    claim: Any = None
-    stored: Any = None
-    abandoned: bool = False
-    record_id: uuid.UUID | None = None
-
-
 class CallSink(Protocol):
     """`app.state.call_sink`: `record` returns only once the outcome's record is committed (with its
-    cost, when known)."""
+    cost, when known; settlement/ commits what a call's ending settles in the same transaction)."""
 
-    async def record(self, outcome: CallOutcome, settlement: Settlement | None = None) -> int | None: ...
+    async def record(self, outcome: CallOutcome) -> int | None: ...
 
 
 def new_record_id() -> uuid.UUID:

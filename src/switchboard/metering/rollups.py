@@ -243,7 +243,7 @@ class PostgresRecordsAndRollups:
         fine, hourly, daily = (_upsert_sql(table, unit) for table, unit in TIERS)
         # Only the tables' own column names go into the text; every value is a parameter. The
         # upserts read what the records' insert returned: the rows it stored, no others (and so may
-        # a limits settlement put in front of it: limits.ledger.SettlingStatement).
+        # a limits settlement put in front of it: settlement.postgres.SettlingStatement).
         return (
             f"WITH new AS (INSERT INTO usage_records ({names}) SELECT * FROM unnest({', '.join(arrays)}) "  # noqa: S608
             f"ON CONFLICT DO NOTHING RETURNING id, {', '.join(_READ)}), fine AS ({fine}), "

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Depends, Query, Request, Response, status
 
 from switchboard.auth.dependencies import CurrentPrincipal
 from switchboard.db.session import DbSession
 from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
-from switchboard.limits.notify import LimitRegistry, on_commit
 from switchboard.metering import manage
+from switchboard.metering.economies import BudgetLimits
 from switchboard.metering.schemas import (
     EconomyCreate,
     EconomyOut,
@@ -26,6 +26,15 @@ UsageFilter = Annotated[
     Literal["readable"] | None,
     Query(description="`readable`: only the economies whose usage the caller may read"),
 ]
+
+
+def _budgets(request: Request) -> BudgetLimits:
+    budgets: BudgetLimits = request.app.state.economy_budgets  # built in create_app
+    return budgets
+
+
+# An economy's budget is a limit: its changes go through the limits domain's keeper of it.
+Budgets = Annotated[BudgetLimits, Depends(_budgets)]
 
 router = APIRouter(prefix="/economies", tags=["Economies & Usage"])
 
@@ -44,11 +53,9 @@ async def list_economies(
 
 @router.post("", status_code=status.HTTP_201_CREATED, operation_id="createEconomy_Economies")
 async def create_economy(
-    body: EconomyCreate, principal: CurrentPrincipal, session: DbSession, registry: LimitRegistry
+    body: EconomyCreate, principal: CurrentPrincipal, session: DbSession, budgets: Budgets
 ) -> EconomyOut:
-    created = await manage.create(session, principal, body)
-    on_commit(session, registry)  # a budget is a limit: this process applies it from the next call
-    return created
+    return await manage.create(session, principal, body, budgets)
 
 
 @router.get("/{economy}", operation_id="getEconomy_Economies")
@@ -63,20 +70,17 @@ async def update_economy(
     body: EconomyUpdate,
     principal: CurrentPrincipal,
     session: DbSession,
-    registry: LimitRegistry,
+    budgets: Budgets,
 ) -> EconomyOut:
-    changed = await manage.change(session, principal, economy, body)
-    on_commit(session, registry)  # a budget is a limit: this process applies it from the next call
-    return changed
+    return await manage.change(session, principal, economy, body, budgets)
 
 
 @router.delete("/{economy}", status_code=status.HTTP_204_NO_CONTENT, operation_id="deleteEconomy_Economies")
 async def delete_economy(
-    economy: str, principal: CurrentPrincipal, session: DbSession, registry: LimitRegistry
+    economy: str, principal: CurrentPrincipal, session: DbSession, budgets: Budgets
 ) -> Response:
     """Admin: an economy never metered to and named by no room, agent or limit (else 409)."""
-    await manage.remove(session, principal, economy)
-    on_commit(session, registry)  # its budget limit is gone
+    await manage.remove(session, principal, economy, budgets)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

@@ -1,4 +1,5 @@
-"""What other domains call in metering: economy resolution and membership, agent session counts."""
+"""What other domains call in metering: economy resolution and membership, agent session counts, prices
+and a subject's counted usage (for limits)."""
 
 from __future__ import annotations
 
@@ -12,20 +13,26 @@ from switchboard.metering.access import OWNER, participating_economy_ids, role_i
 from switchboard.metering.economies import Economy, find_economy
 from switchboard.metering.models import ParticipantRow, UsageRecordRow
 from switchboard.metering.outcome import CallOutcome, CallSink
+from switchboard.metering.pricing import Prices, largest_completion_within, worst_case_nanos
 from switchboard.metering.resolution import resolve_economy
+from switchboard.metering.subject_usage import counted_since
 
 __all__ = [
     "CallOutcome",
     "CallSink",
     "Economy",
+    "Prices",
+    "counted_since",
     "economy_exists",
     "economy_ids_of",
     "find_economy",
+    "largest_completion_within",
     "owned_economy_ids",
     "participates",
     "resolve_economy",
     "role_in",
     "sessions_per_agent",
+    "worst_case_nanos",
 ]
 
 

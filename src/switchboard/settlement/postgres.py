@@ -6,13 +6,11 @@ import functools
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from switchboard.limits.ledger import Actual
 from switchboard.limits.rules import refill_rate, window_start
-
-if TYPE_CHECKING:
-    from switchboard.metering.rollups import PostgresRecordsAndRollups
+from switchboard.metering.rollups import PostgresRecordsAndRollups
+from switchboard.settlement.limit_counters import Actual
 
 
 class SettlingStatement:

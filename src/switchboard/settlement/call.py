@@ -1,0 +1,25 @@
+"""What a call's ending commits in the transaction that writes its usage record (SPEC §13)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from switchboard.idempotency.service import Claim, StoredResponse
+from switchboard.limits.rules import Limit
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """`call_id`'s limit holds are replaced by the record's actual usage counted against `limits`;
+    `claim` (an idempotency claim) is completed with `stored`, or released when `stored` is None.
+    An `abandoned` settlement is recovery's: its record is written only if it still frees something
+    (the dead call's holds or claim), so that two replicas recovering the same call write it once.
+    """
+
+    call_id: str | None = None
+    limits: tuple[Limit, ...] = ()
+    claim: Claim | None = None
+    stored: StoredResponse | None = None
+    abandoned: bool = False
+    record_id: uuid.UUID | None = None

@@ -1,0 +1,101 @@
+"""Crash recovery (SPEC §13): a dead call's holds and idempotency claim freed with its `abandoned` record.
+
+A call whose replica died leaves its limit holds and idempotency claim behind; once their lease has
+run out, one `abandoned` record is written for it and both are freed. Every replica sweeps (from
+llm/upkeep.py); the record's id is derived from the call's id, and the transaction commits it only
+while it frees what the dead call held (settlement/transaction.py), so two sweepers (or a sweeper
+and a late settlement) write it once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, delete, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from switchboard.db.driver_statements import driver_ready
+from switchboard.db.write_transaction import LedgerConnection
+from switchboard.idempotency.service import Claim, IdempotencyStore
+from switchboard.kit.clock import utcnow
+from switchboard.limits.models import LimitHoldRow
+from switchboard.metering.outcome import CallOutcome
+from switchboard.metering.spool import outcome_from_json
+from switchboard.metering.writer import UsageWriter
+from switchboard.settlement.call import Settlement
+
+_HOLDS = cast(Table, LimitHoldRow.__table__)
+_RELEASE_DEAD = driver_ready(
+    delete(_HOLDS).where(_HOLDS.c.call_id == bindparam("b_call"), _HOLDS.c.lease_until <= bindparam("b_now"))
+)
+
+
+@dataclass(frozen=True)
+class DeadCalls:
+    """What a sweep found: calls whose holds, or whose idempotency claims, outlived their lease."""
+
+    holds: list[tuple[str, dict[str, Any] | None]]
+    claims: list[tuple[Claim, dict[str, Any]]]
+
+
+def abandoned_record_id(call_id: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"switchboard:abandoned:{call_id}")
+
+
+async def remember_call(conn: AsyncConnection, call_id: str, call: object) -> None:
+    """Replaces a running call's record for recovery (a later attempt of the call is under way)."""
+    await conn.execute(update(_HOLDS).where(_HOLDS.c.call_id == call_id).values(call=call))
+
+
+async def release_dead_holds(conn: LedgerConnection, call_id: str, now: datetime) -> bool:
+    """Frees a dead call's holds; False when they were settled or renewed meanwhile."""
+    result = await conn.execute(_RELEASE_DEAD, {"b_call": call_id, "b_now": now})
+    return bool(result.rowcount)
+
+
+async def dead_calls(
+    conn: AsyncConnection, now: datetime, batch: int = 100
+) -> list[tuple[str, dict[str, Any] | None]]:
+    """Calls whose holds' lease ran out: their replica died (or lost the database for a lease)."""
+    rows = await conn.execute(
+        # A call's holds together: only one of them carries its record.
+        select(_HOLDS.c.call_id, _HOLDS.c.call)
+        .where(_HOLDS.c.lease_until <= now)
+        .order_by(_HOLDS.c.call_id)
+        .limit(batch)
+    )
+    found: dict[str, dict[str, Any] | None] = {}
+    for call_id, call in rows:
+        if found.get(call_id) is None:
+            found[call_id] = call
+    return list(found.items())
+
+
+async def find_dead_calls(conn: AsyncConnection, now: datetime) -> DeadCalls:
+    """Both reads on the caller's connection (the upkeep's one checkout)."""
+    return DeadCalls(await dead_calls(conn, now), await IdempotencyStore.dead_calls(conn, now))
+
+
+def _abandoned(record: dict[str, Any]) -> CallOutcome:
+    return outcome_from_json({**record, "occurred_at": utcnow().isoformat()})
+
+
+async def recover(sink: UsageWriter[Settlement], dead: DeadCalls) -> int:
+    """Writes each dead call's `abandoned` record with what frees its holds or claim; returns how
+    many records it handed to the writer."""
+    written = 0
+    for call_id, record in dead.holds:
+        if record is None:
+            continue
+        settlement = Settlement(call_id=call_id, abandoned=True, record_id=abandoned_record_id(call_id))
+        await sink.record(_abandoned(record), settlement)
+        written += 1
+    for claim, record in dead.claims:
+        call_id = str(record.get("call_id") or claim.token)
+        settlement = Settlement(claim=claim, abandoned=True, record_id=abandoned_record_id(call_id))
+        await sink.record(_abandoned(record), settlement)
+        written += 1
+    return written
