@@ -4,7 +4,7 @@ A call's worst case is held against every limit that applies to it: one request,
 upper bound llm/prompt_bound computes, every token uncached) plus its largest answer in tokens,
 and the cost of both. When a cost or tokens limit applies and the caller set no output cap, the
 gateway sets the largest one whose worst case fits. The hold is replaced by what the call actually
-used when its usage record is written (metering.writer, one transaction).
+used when its usage record is written (settlement/transaction.py, one transaction).
 """
 
 from __future__ import annotations
