@@ -129,9 +129,13 @@ def test_a_clean_shutdown_writes_every_queued_record(make_gateway: GatewayFactor
         released.set()
 
     gateway.server.call_soon(hold_and_queue())
+    # Conditions, not time: the records are queued behind the lock before the shutdown begins, and the
+    # writer is seen closing however long a loaded machine takes to get there (the bound only stops a hang).
+    deadline = time.monotonic() + 120
+    while "calls" not in held and time.monotonic() < deadline:
+        time.sleep(0.01)
     gateway.server.server.should_exit = True  # begin a clean shutdown while records wait
     writer: UsageWriter = app.state.call_sink
-    deadline = time.monotonic() + 10
     while not writer.closing and time.monotonic() < deadline:
         time.sleep(0.01)
     assert writer.closing and writer.records < 1000
