@@ -158,10 +158,14 @@ def test_a_calls_request_attempts_reservation_and_cache_ticket_are_frozen() -> N
     from switchboard.llm.context import CallRequest
     from switchboard.llm.ledger import Reservation
 
-    for value in (CallRequest, Attempt, Reservation, CacheTicket):
-        params = getattr(value, "__dataclass_params__", None)
-        assert params is not None and params.frozen, value.__name__
-        assert "__slots__" in vars(value), value.__name__  # no per-call __dict__
+    # A NamedTuple where one is built on every call: as immutable as a frozen dataclass, and built
+    # without the frozen dataclass's object.__setattr__ call per field.
+    for value in (CallRequest, Attempt, Reservation):
+        assert issubclass(value, tuple) and hasattr(value, "_fields"), value.__name__
+        assert vars(value).get("__slots__") == (), value.__name__  # no per-call __dict__
+    params = getattr(CacheTicket, "__dataclass_params__", None)
+    assert params is not None and params.frozen
+    assert "__slots__" in vars(CacheTicket)
 
 
 def test_every_module_opens_with_a_docstring() -> None:

@@ -8,8 +8,7 @@ gateway's output cap, and only when one of them differs from what the client sen
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from switchboard.config_file import ModelEntry
 from switchboard.credentials.store import CredentialRef
@@ -19,8 +18,7 @@ from switchboard.routing.route import Route
 from switchboard.upstream.prices import litellm_max_output
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
+class Attempt(NamedTuple):
     """Meets observability/attempt.AttemptFacts: telemetry reads an attempt through it."""
 
     request: CallRequest

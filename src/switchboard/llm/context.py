@@ -10,8 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from starlette.datastructures import Headers
 
@@ -29,8 +28,7 @@ from switchboard.routing.route import Route
 MAX_HEADER_ID = 128
 
 
-@dataclass(frozen=True, slots=True)
-class CallRequest:
+class CallRequest(NamedTuple):
     """A /v1 model call as the client asked it, decoded once; never changed afterwards."""
 
     principal: Principal

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from switchboard.cache.entry import CachedAnswer
 from switchboard.errors import LimitRefused
@@ -28,8 +29,7 @@ from switchboard.settlement.call import Settlement
 GATEWAY_CRASHED = "gateway_crashed"
 
 
-@dataclass(frozen=True, slots=True)
-class Reservation:
+class Reservation(NamedTuple):
     """What `begin` holds for a call: its id in the ledger, its idempotency claim, its limit holds
     and the output cap the limits set (SPEC §13), if they set one."""
 

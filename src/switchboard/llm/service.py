@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
@@ -41,32 +40,26 @@ def model_call(codec: Codec) -> Handler:
     ) -> Response:
         body = parse_json_object(raw)
         decoded = codec.decode(body, headers)
-        request = _CallRequest(pipeline, principal, headers, path, request_id, raw, body, codec, decoded)
-        return await _call(request)
+        return await _call(pipeline, principal, headers, path, request_id, raw, body, codec, decoded)
 
     return handle
 
 
-@dataclass(frozen=True, slots=True)
-class _CallRequest:
-    """What a /v1 model call arrived with, whichever way it was routed (fast path or framework)."""
-
-    pipeline: Pipeline
-    principal: Principal
-    headers: Headers
-    path: str
-    request_id: str
-    raw: bytes
-    body: dict[str, Any]
-    codec: Codec
-    decoded: Decoded
-
-
-async def _call(request: _CallRequest) -> Response:
-    pipeline, codec, decoded = request.pipeline, request.codec, request.decoded
+async def _call(
+    pipeline: Pipeline,
+    principal: Principal,
+    headers: Headers,
+    path: str,
+    request_id: str,
+    raw: bytes,
+    body: dict[str, Any],
+    codec: Codec,
+    decoded: Decoded,
+) -> Response:
+    """A /v1 model call, whichever way it was routed (fast path or framework)."""
     pipeline.db_outage.check()  # a call that could not be metered is not made (503, Retry-After)
     # A retry replays what the first call answered, whatever has changed since (a credential removed…).
-    claim = await claim_or_replay(pipeline, request.principal, request.headers, request.path, request.raw)
+    claim = await claim_or_replay(pipeline, principal, headers, path, raw)
     if isinstance(claim, Response):
         return claim
     try:
@@ -74,12 +67,12 @@ async def _call(request: _CallRequest) -> Response:
             call = await prepare_call(
                 pipeline=pipeline,
                 sessions=sessions,
-                principal=request.principal,
-                headers=request.headers,
-                body=request.body,
+                principal=principal,
+                headers=headers,
+                body=body,
                 endpoint=codec.endpoint,
                 stream=decoded.stream,
-                request_id=request.request_id,
+                request_id=request_id,
                 provider_headers=decoded.provider_headers,
                 from_agent=codec.for_agent,
             )
@@ -87,7 +80,7 @@ async def _call(request: _CallRequest) -> Response:
         if not codec.speaks(first.model.provider):
             # What this provider cannot be asked is refused before anything runs.
             codec.to_chat(first.body, None)
-        ticket = await cached_answers.lookup(pipeline, first, request.headers)  # None unless caching applies
+        ticket = await cached_answers.lookup(pipeline, first, headers)  # None unless caching applies
         hit = ticket.hit if ticket is not None else None
         # limits: 402/429 here, before the provider is called
         reservation = await ledger.begin(pipeline, first, claim, hit)
