@@ -21,6 +21,7 @@ from switchboard.errors import (
     SwitchboardError,
     ValidationFailed,
 )
+from switchboard.wire.paths import on_anthropic_surface, on_v1
 
 log = logging.getLogger("switchboard.errors")
 
@@ -33,9 +34,9 @@ class Surface(Enum):
 
 
 def surface_for(path: str) -> Surface:
-    if path == "/v1/messages" or path.startswith("/v1/messages/"):
+    if on_anthropic_surface(path):
         return Surface.ANTHROPIC
-    if path.startswith("/v1/") or path == "/v1":
+    if on_v1(path):
         return Surface.OPENAI
     if path == "/agents" or path.startswith("/agents/"):
         return Surface.REGISTRY

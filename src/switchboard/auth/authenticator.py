@@ -9,6 +9,7 @@ from typing import Protocol
 from switchboard.auth.principal import Principal
 from switchboard.auth.tokens import TokenCodec
 from switchboard.errors import Unauthorized
+from switchboard.wire.paths import on_anthropic_surface
 
 API_KEY_PREFIX = "svc_api_"
 # Verified JWTs are remembered until they expire, so a client's next call skips the HMAC and claim
@@ -33,7 +34,7 @@ def authorization_of(headers: Mapping[str, str], path: str) -> str | None:
     """The bearer a request presents: its `Authorization` header, or on Anthropic's surface
     (/v1/messages…) also `x-api-key`, where Anthropic's SDKs and Claude Code put the key (SPEC §16)."""
     value = headers.get("authorization")
-    if value or not (path == "/v1/messages" or path.startswith("/v1/messages/")):
+    if value or not on_anthropic_surface(path):
         return value
     key = (headers.get("x-api-key") or "").strip()
     return f"Bearer {key}" if key else None

@@ -14,9 +14,9 @@ from switchboard.auth.principal import Principal
 from switchboard.llm import service
 from switchboard.llm.fast_routes import HANDLERS
 from switchboard.llm.service import Handler
-from switchboard.surfaces.registry import ROUTES
+from switchboard.surfaces.registry import PREFIX, ROUTES
 
-router = APIRouter(prefix="/v1", tags=["LLM Compatibility"])
+router = APIRouter(prefix=PREFIX, tags=["LLM Compatibility"])
 
 # Documented for OpenAPI only: the body is read raw so that unknown fields pass through untouched.
 _ANY_JSON_OBJECT = {

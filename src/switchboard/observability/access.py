@@ -15,18 +15,10 @@ from typing import Any
 
 from switchboard.observability import tracing
 from switchboard.observability.request import CURRENT, RequestTelemetry
+from switchboard.wire.paths import ENDPOINTS
 
 log = logging.getLogger("switchboard.access")
 
-# The model-call paths, named as their usage records' `endpoint` (SPEC §8, §16).
-ENDPOINTS = {
-    "/v1/chat/completions": "chat.completions",
-    "/v1/embeddings": "embeddings",
-    "/v1/completions": "completions",
-    "/v1/responses": "responses",
-    "/v1/messages": "messages",
-    "/v1/messages/count_tokens": "messages.count_tokens",
-}
 _TEXT = "%s %s %s %sms rid=%s"
 _TEXT_CALL = _TEXT + " model=%s/%s economy=%s tokens=%s/%s cost=%s attempts=%s ttfb=%sms"
 

@@ -12,8 +12,9 @@ from switchboard.surfaces.completions import CompletionsCodec
 from switchboard.surfaces.embeddings import EmbeddingsCodec
 from switchboard.surfaces.messages import MessagesCodec
 from switchboard.surfaces.responses import ResponsesCodec
+from switchboard.wire import paths
 
-PREFIX = "/v1"
+PREFIX = paths.V1
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,26 +34,26 @@ class SurfaceRoute:
         return PREFIX + self.path
 
 
-COUNT_TOKENS = "/messages/count_tokens"
+COUNT_TOKENS = paths.COUNT_TOKENS
 
 ROUTES: tuple[SurfaceRoute, ...] = (
-    SurfaceRoute("/chat/completions", "createChatCompletion_LLM", "Chat Completions", None, ChatCodec()),
+    SurfaceRoute(paths.CHAT, "createChatCompletion_LLM", "Chat Completions", None, ChatCodec()),
     SurfaceRoute(
-        "/completions",
+        paths.COMPLETIONS,
         "createCompletion_LLM",
         "Completions",
         "The legacy text-completion API (relayed to `openai`, over chat for other providers).",
         CompletionsCodec(),
     ),
     SurfaceRoute(
-        "/responses",
+        paths.RESPONSES,
         "createResponse_LLM",
         "Responses",
         "OpenAI's Responses API (relayed to `openai`, over chat for other providers; stateless there).",
         ResponsesCodec(),
     ),
     SurfaceRoute(
-        "/messages",
+        paths.MESSAGES,
         "createMessage_LLM",
         "Messages",
         "Anthropic's Messages API (relayed to `anthropic`, translated for other providers); the key may\n"
@@ -66,5 +67,5 @@ ROUTES: tuple[SurfaceRoute, ...] = (
         "A Messages request's input tokens: asked of Anthropic, counted by the gateway for other providers.",
         None,
     ),
-    SurfaceRoute("/embeddings", "createEmbedding_LLM", "Embeddings", None, EmbeddingsCodec()),
+    SurfaceRoute(paths.EMBEDDINGS, "createEmbedding_LLM", "Embeddings", None, EmbeddingsCodec()),
 )
