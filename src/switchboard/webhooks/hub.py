@@ -13,15 +13,43 @@ import asyncio
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
+from switchboard.auth.principal import Principal
+from switchboard.config_file import ModelEntry
+from switchboard.credentials.store import CredentialRef
 from switchboard.errors import LimitRefused
 from switchboard.kit.clock import utcnow
+from switchboard.limits.registry import LimitRegistry
 from switchboard.limits.rules import EPOCH, Limit, window_start
 from switchboard.webhooks.events import BUDGET_THRESHOLD, CREDENTIAL_REJECTED, LIMIT_REFUSED
 
 RELOAD_SECONDS = 2.0
 SEEN_KEPT = 10_000  # keys of events already handed over; past that the memory starts over
+
+
+class Call(Protocol):
+    """A model call as the pipeline holds it (llm/context.CallRequest): what an event names of it."""
+
+    @property
+    def principal(self) -> Principal: ...
+    @property
+    def economy_id(self) -> uuid.UUID: ...
+    @property
+    def room_id(self) -> uuid.UUID | None: ...
+    @property
+    def selector(self) -> str: ...
+
+
+class Attempt(Protocol):
+    """One attempt of a call (llm/call_attempt.Attempt): its call, model and credential."""
+
+    @property
+    def request(self) -> Call: ...
+    @property
+    def model(self) -> ModelEntry: ...
+    @property
+    def credential(self) -> CredentialRef: ...
 
 
 @dataclass(frozen=True)
@@ -67,7 +95,7 @@ def limit_data(limit: Limit) -> dict[str, Any]:
 
 @dataclass
 class WebhookHub:
-    limits: Any = None  # the pipeline's LimitRegistry (llm/lifecycle.py), for a refusal's limit
+    limits: LimitRegistry | None = None  # the pipeline's (llm/lifecycle.py), for a refusal's limit
     wanted: frozenset[str] = frozenset()
     endpoints: int = 0  # active or not: their outbox rows still go out
     stale: bool = True
@@ -94,7 +122,7 @@ class WebhookHub:
         self.pending.append(pending)
         self.woken.set()
 
-    def limit_refused(self, call: Any, error: LimitRefused) -> None:
+    def limit_refused(self, call: Call, error: LimitRefused) -> None:
         if LIMIT_REFUSED not in self.wanted or self.limits is None:
             return
         try:
@@ -115,8 +143,8 @@ class WebhookHub:
         }
         self._once(Pending(LIMIT_REFUSED, str(limit.id), window, limit_scope(limit), data))
 
-    def credential_rejected(self, attempt: Any) -> None:
-        """`attempt`: the pipeline's attempt (llm/call_attempt.py) whose credential was rejected."""
+    def credential_rejected(self, attempt: Attempt) -> None:
+        """`attempt`: the one whose credential the provider rejected."""
         if CREDENTIAL_REJECTED not in self.wanted:
             return
         credential, call = attempt.credential, attempt.request
