@@ -1,14 +1,16 @@
 """`--instructions N`: user-space instructions per call of the gateway process, counted by valgrind's
 callgrind over N sequential calls of each kind (after 30 to warm up), less what the process counts by
-itself in the same time with no call running (its timers and loops). A count, not a time: it does not
-move with the machine's speed or load, so two versions of the code (or a call with and without limits)
-compare closely even on a busy or slow VM. What it leaves out is the kernel's share (syscalls, the
-database server's CPU), which the timed load phases include."""
+itself in the same time with no call running (its timers and loops); three rounds of each kind,
+alternated, and their median. A count, not a time, but not free of the machine's load: on a busy
+machine the same code counts up to 20 % more per call (see docs/benchmarks.md).
+Compare two versions side by side in one run on a quiet machine. What it leaves out is the kernel's
+share (syscalls, the database server's CPU), which the timed load phases include."""
 
 from __future__ import annotations
 
 import re
 import shutil
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -21,6 +23,7 @@ from bench.processes import BenchError, Child
 from bench.upstream import Upstream
 
 WARMUP_CALLS = 30
+ROUNDS = 3  # of each kind, alternated; the median is reported
 IDLE_SECONDS = 20.0  # counted with no call running: the process's own timers and loops, per second
 STARTUP_TIMEOUT = 900.0  # imports and migrations run some 50 times slower under callgrind
 
@@ -70,19 +73,26 @@ def run(opts: Options, upstream: Upstream) -> None:
                 time.sleep(IDLE_SECONDS)
                 _control("-d", "idle", str(child.pid))
                 idle_rate = _newest_total(prefix) / IDLE_SECONDS
-                counts = []
-                for mode in ("json", "stream"):
-                    endpoint = getattr(target, mode)
-                    _control("-z", str(child.pid))
-                    started = time.perf_counter()
-                    for _ in range(opts.instructions):
-                        if call(endpoint).status != 200:
-                            raise BenchError(f"switchboard under callgrind did not answer 200 ({mode})")
-                    time.sleep(1.0)  # let the last call's tail (its log line) finish before counting
-                    _control("-d", mode, str(child.pid))
-                    background = idle_rate * (time.perf_counter() - started)
-                    per_call = (_newest_total(prefix) - background) / opts.instructions
-                    counts.append(f"{mode} {per_call / 1e6:.3f} M")
+                # Rounds alternate the kinds; the median of three keeps one round that something else
+                # on the machine slowed (more loop wakeups, a checkpoint, a reconnect) from deciding.
+                per_round: dict[str, list[float]] = {"json": [], "stream": []}
+                for _ in range(ROUNDS):
+                    for mode in ("json", "stream"):
+                        endpoint = getattr(target, mode)
+                        _control("-z", str(child.pid))
+                        started = time.perf_counter()
+                        for _ in range(opts.instructions):
+                            if call(endpoint).status != 200:
+                                raise BenchError(f"switchboard under callgrind did not answer 200 ({mode})")
+                        time.sleep(1.0)  # let the last call's tail (its log line) finish before counting
+                        _control("-d", mode, str(child.pid))
+                        background = idle_rate * (time.perf_counter() - started)
+                        per_round[mode].append((_newest_total(prefix) - background) / opts.instructions)
+                counts = [
+                    f"{mode} {statistics.median(values) / 1e6:.3f} M "
+                    f"(rounds {', '.join(f'{v / 1e6:.3f}' for v in values)})"
+                    for mode, values in per_round.items()
+                ]
                 say(f"  idle: {idle_rate / 1e6:.2f} M instructions per second, taken out of the counts")
             finally:
                 child.stop()
