@@ -139,6 +139,7 @@ async def begin(
                 call_id=call_id,
                 call=record,
                 lease_seconds=pipeline.settings.lease_seconds,
+                allowances=pipeline.allowances,
             )
         except LimitRefused as refused:
             events.limit_refused(pipeline.metrics)
@@ -170,9 +171,11 @@ async def _follow_attempt(pipeline: Pipeline, reservation: Reservation, under_wa
     """Recovery's record follows the call to the attempt now under way: should the replica die in
     it, the `abandoned` record names that attempt, its model and its credential, not the first's."""
     record = recovery_record(under_way, reservation.call_id)
-    if reservation.hold is not None:
+    hold = reservation.hold
+    if hold is not None:
+        hold.follow(record)
         async with pipeline.engine.begin() as conn:
-            await recovery.remember_call(conn, reservation.call_id, record)
+            await recovery.remember_call(conn, hold.call_id, record)
     if reservation.claim is not None:
         await pipeline.idempotency.attach(reservation.claim, record)
 
@@ -190,7 +193,7 @@ async def settle(
     hold, claim = reservation.hold, reservation.claim
     if hold is not None or claim is not None:
         settlement = Settlement(
-            call_id=reservation.call_id if hold is not None else None,
+            call_id=hold.call_id if hold is not None else None,  # the call's own, or its slot's
             limits=hold.limits if hold is not None else (),
             claim=claim,
             stored=stored,
