@@ -20,7 +20,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -53,8 +53,9 @@ class Allowance:
     def __init__(self, limits: tuple[Limit, ...]) -> None:
         self.limits = limits
         self.free: list[Slot] = []
-        # Slot name → the call's record for recovery, until written on the slot's row (then None).
-        self.busy: dict[str, object | None] = {}
+        # Slot name → what builds the call's record for recovery (most calls end before it is
+        # needed), until it is written on the slot's row (then None).
+        self.busy: dict[str, Callable[[], object] | None] = {}
         self.in_flight = 0
         self.peak = [0] * len(limits)  # the largest worst case seen per limit: the next slots' size
         self.used_at = time.monotonic()
@@ -74,7 +75,7 @@ class Allowance:
             for limit, left, spent in zip(self.limits, self.left, self.spent, strict=True)
         ]
 
-    def take(self, needs: Sequence[int], call: object) -> str | None:
+    def take(self, needs: Sequence[int], call: Callable[[], object]) -> str | None:
         """A free slot covering `needs` (per limit), now the call's; None when none does."""
         free = self.free
         for index in range(len(free) - 1, -1, -1):
@@ -96,7 +97,7 @@ class Allowance:
         self.in_flight -= 1
         self.busy.pop(name, None)
 
-    def follow(self, name: str, call: object) -> None:
+    def follow(self, name: str, call: Callable[[], object]) -> None:
         """The call moved on to another attempt: recovery's record names it (if not written yet)."""
         if self.busy.get(name) is not None:
             self.busy[name] = call
@@ -205,7 +206,7 @@ class Allowances:
                     allowance.free.clear()
                 for name, call in allowance.busy.items():
                     if call is not None:
-                        calls.append((limits[0].id, name, call))
+                        calls.append((limits[0].id, name, call()))
                         allowance.busy[name] = None
                 if allowance.free or allowance.busy:
                     ids.update(limit.id for limit in limits)

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -58,7 +58,7 @@ class Hold:
     def follow(self, call: object) -> None:
         """The call moved on to another attempt: a slot's row is given its record at the next upkeep."""
         if self._allowance is not None:
-            self._allowance.follow(self.call_id, call)
+            self._allowance.follow(self.call_id, lambda: call)
 
 
 class Fallback(NamedTuple):
@@ -285,7 +285,7 @@ async def reserve(
     ask: Ask,
     *,
     call_id: str,
-    call: object | None,  # kept as JSON, for recovery
+    call: Callable[[], object],  # the call's record, kept as JSON for recovery; built when needed
     lease_seconds: float,
     allowances: Allowances | None = None,
 ) -> tuple[Hold, Plan]:
@@ -304,13 +304,14 @@ async def reserve(
             assert allowances is not None
             allowances.want(allowance)
             return taken, plan
+    record = call()
     try:
-        needs = await _reserve_one(transactions, limits, plan, call_id, call, lease_seconds)
+        needs = await _reserve_one(transactions, limits, plan, call_id, record, lease_seconds)
     except LimitRefused:
         if allowances is None or not await allowances.ask_back(limits):
             raise
         needs = await _wait_for_slots_back(
-            transactions, limits, plan, call_id, call, lease_seconds, allowances
+            transactions, limits, plan, call_id, record, lease_seconds, allowances
         )
     leases.add(call_id)
     if allowance is not None:
@@ -321,7 +322,7 @@ async def reserve(
 
 
 def _from_allowance(
-    allowance: Allowance, limits: tuple[Limit, ...], plan: Plan, call: object | None
+    allowance: Allowance, limits: tuple[Limit, ...], plan: Plan, call: Callable[[], object]
 ) -> Hold | None:
     """The call on a free slot, decided on what the allowance last saw of its limits (its cap and
     headers): None when that refuses it or no free slot covers its worst case."""

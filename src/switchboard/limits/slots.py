@@ -8,6 +8,7 @@ lease runs out with its process, and a call settled under its name ends it like 
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -15,6 +16,7 @@ from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, delete, func, or_, select, update
 
+from switchboard.db.driver_statements import driver_ready
 from switchboard.db.upsert import insert_for
 from switchboard.db.write_transaction import LedgerConnection, WriteTransactions
 from switchboard.kit.clock import utcnow
@@ -32,15 +34,24 @@ MAX_SLOTS = 64  # per allowance
 SHARE = 8  # a grant takes at most 1/(SHARE * holders) of what a limit has left
 BATCH = 500  # names per statement, well under every driver's parameter limit
 
-_LIVE_NAMES = (
-    select(_HOLDS.c.limit_id, func.substr(_HOLDS.c.call_id, 1, _PREFIX_LENGTH))
-    .where(
-        _HOLDS.c.limit_id.in_(bindparam("b_limits", expanding=True)),
-        or_(_HOLDS.c.call_id.like(f"{SLOT}%"), _HOLDS.c.call_id.like(f"{RECLAIM}%")),
-        _HOLDS.c.lease_until > bindparam("b_now", type_=_HOLDS.c.lease_until.type),
+
+@functools.cache
+def _live_names(count: int) -> Any:
+    """Slots' process prefixes and reclaim markers live on `count` limits (one parameter each: an
+    expanding IN is compiled again at every execution)."""
+    ids = [bindparam(f"id{index}", type_=_HOLDS.c.limit_id.type) for index in range(count)]
+    return driver_ready(
+        select(_HOLDS.c.limit_id, func.substr(_HOLDS.c.call_id, 1, _PREFIX_LENGTH))
+        .where(
+            _HOLDS.c.limit_id.in_(ids),
+            or_(_HOLDS.c.call_id.like(f"{SLOT}%"), _HOLDS.c.call_id.like(f"{RECLAIM}%")),
+            _HOLDS.c.lease_until > bindparam("b_now", type_=_HOLDS.c.lease_until.type),
+        )
+        .distinct()
     )
-    .distinct()
-)
+
+
+_ADD = driver_ready(_HOLDS.insert())
 _RECLAIMED = (
     select(_HOLDS.c.limit_id)
     .where(
@@ -74,7 +85,9 @@ def is_allowance_row(name: str) -> bool:
 
 
 async def _names(conn: LedgerConnection, ids: Sequence[uuid.UUID], now: datetime) -> list[tuple[Any, str]]:
-    result = await conn.execute(_LIVE_NAMES, {"b_limits": list(ids), "b_now": now})
+    parameters: dict[str, Any] = {f"id{index}": limit_id for index, limit_id in enumerate(ids)}
+    parameters["b_now"] = now
+    result = await conn.execute(_live_names(len(ids)), parameters)
     return [(row[0], row[1]) for row in result]
 
 
@@ -113,7 +126,7 @@ async def grant(
                 for name in names[:count]
                 for limit_id, size in zip(ids, sizes, strict=True)
             ]
-            await conn.execute(_HOLDS.insert(), rows)
+            await conn.execute(_ADD, rows)
     return standings, max(count, 0)
 
 

@@ -5,6 +5,7 @@ returns them as the call's `Reservation`), and the one settlement every ending g
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,6 +82,10 @@ def recovery_record(attempt: Attempt, call_id: str) -> RecoveryRecord:
     return outcome
 
 
+def _same(record: RecoveryRecord) -> RecoveryRecord:
+    return record
+
+
 async def _ask(
     pipeline: Pipeline, attempt: Attempt, limits: Sequence[Limit]
 ) -> tuple[enforce.Ask, tuple[enforce.Fallback, ...]]:
@@ -121,7 +126,9 @@ async def begin(
     # The id names the call to recovery and to its holds' settlement: a call with neither has no use
     # for one. 128 random bits, as a uuid4's hex, without the UUID object.
     call_id = os.urandom(16).hex() if recovered else ""
-    record = recovery_record(first, call_id) if recovered else None
+    # Built now only for an idempotency claim: a call on an allowance slot needs it only if it is
+    # still running at the next upkeep (limits/allowances.py).
+    record = recovery_record(first, call_id) if claim is not None else None
     hold, gateway_cap, routes = None, None, call.routes
     if limits:
         if hit is not None:
@@ -137,7 +144,9 @@ async def begin(
                 limits,
                 ask,
                 call_id=call_id,
-                call=record,
+                call=functools.partial(_same, record)
+                if record is not None
+                else functools.partial(recovery_record, first, call_id),
                 lease_seconds=pipeline.settings.lease_seconds,
                 allowances=pipeline.allowances,
             )
