@@ -36,7 +36,7 @@ log = logging.getLogger("switchboard.limits")
 BUSY = 4  # calls in flight on one set of limits before this process asks for slots
 IDLE_SECONDS = 1.0  # free slots go back once no call has run under their limits for this long
 KEPT = 10_000  # sets of limits followed; past that, calls reserve one by one
-_LOW = 16  # fewer free slots than this (with BUSY calls in flight): grant more
+_LOW = 32  # fewer free slots than this (with BUSY calls in flight): grant more, before they run out
 
 
 class Slot:
@@ -172,7 +172,7 @@ class Allowances:
         held = allowance.held()
         limits = allowance.limits
         standings, count = await slots.grant(
-            self._transactions, limits, sizes, wanted, names, self._lease_seconds
+            self._transactions, limits, sizes, wanted, names, self._lease_seconds, len(allowance.free)
         )
         allowance.free.extend(Slot(name, sizes) for name in names[:count])
         allowance.left = [standing.remaining + own for standing, own in zip(standings, held, strict=True)]

@@ -98,11 +98,13 @@ async def grant(
     wanted: int,
     names: Sequence[str],
     lease_seconds: float,
+    free: int = 0,
 ) -> tuple[list[Standing], int]:
     """Holds up to `wanted` slots of `sizes` (per limit, in the order of `limits`) under the names
-    given, in one transaction under the limits' locks, as a reservation takes them. How many: at
-    most what each limit has left over SHARE times the processes holding slots there (this one
-    included), and none while a reclaim marker is live on one of them. Returns the standings read
+    given, in one transaction under the limits' locks, as a reservation takes them. How many: the
+    process's `free` slots (of these sizes) and the new ones together hold at most what each limit
+    has left (those free slots included) over SHARE times the processes holding slots there (this
+    one included); none while a reclaim marker is live on one of them. Returns the standings read
     (before the new slots) and how many were held: the first that many of `names`."""
     ids = [limit.id for limit in limits]
     own = names[0][:_PREFIX_LENGTH] if names else ""
@@ -118,7 +120,8 @@ async def grant(
             holders.setdefault(limit_id, set()).add(name)
         for standing, size in zip(standings, sizes, strict=True):
             share = len(holders.get(standing.limit.id, set()) | {own})
-            count = min(count, standing.remaining // (SHARE * share * max(size, 1)))
+            size = max(size, 1)
+            count = min(count, (standing.remaining + free * size) // (SHARE * share * size) - free)
         if count > 0:
             until = now + timedelta(seconds=lease_seconds)
             rows = [
