@@ -111,6 +111,10 @@ class PriceBook:
         """The prices already resolved for this record's economy and model (no await: per record)."""
         return self._prices.get((record.economy_id, record.provider, record.model, priced_tier(record)))
 
+    def kept_at(self, economy_id: uuid.UUID, provider: str, model: str) -> Prices | None:
+        """`kept` at the default service tier (a reservation's), from the key itself."""
+        return self._prices.get((economy_id, provider, model, None))
+
     async def prices(self, record: Priced, economy: Economy | None) -> Prices:
         """From the economy's override, the catalog or litellm's map, kept with the economy."""
         tier = priced_tier(record)
