@@ -9,9 +9,11 @@ used when its usage record is written (settlement/transaction.py, one transactio
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -20,6 +22,7 @@ from switchboard.db.write_transaction import WriteTransactions
 from switchboard.errors import BudgetExceeded, LimitRateExceeded, LimitRefused
 from switchboard.kit.clock import utcnow
 from switchboard.limits import ledger
+from switchboard.limits.allowances import Allowance, Allowances
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing
 from switchboard.limits.postgres_reserve import reserve_in_one_statement
@@ -34,17 +37,28 @@ DEFAULT_MAX_OUTPUT = 4096
 
 @dataclass(eq=False)
 class Hold:
-    """A running call's reservation; ended by the settlement that writes its usage record."""
+    """A running call's reservation; ended by the settlement that writes its usage record.
+
+    `call_id` names the hold rows: the call's own id, or the allowance slot it took
+    (limits/allowances.py), which its settlement ends like any hold."""
 
     call_id: str
     limits: tuple[Limit, ...]
     headers: dict[str, str]
     _leases: HoldLeases | None = field(default=None, repr=False)
+    _allowance: Allowance | None = field(default=None, repr=False)
 
     async def stop(self) -> None:
         """The call settled: its lease is no longer renewed."""
         if self._leases is not None:
             self._leases.discard(self.call_id)
+        if self._allowance is not None:
+            self._allowance.ended(self.call_id)
+
+    def follow(self, call: object) -> None:
+        """The call moved on to another attempt: a slot's row is given its record at the next upkeep."""
+        if self._allowance is not None:
+            self._allowance.follow(self.call_id, lambda: call)
 
 
 class Fallback(NamedTuple):
@@ -267,25 +281,101 @@ def _headers(standings: list[Standing], needs: dict[uuid.UUID, int], now: dateti
 async def reserve(
     transactions: WriteTransactions,
     leases: HoldLeases,
-    limits: Sequence[Limit],
+    limits: tuple[Limit, ...],
     ask: Ask,
     *,
     call_id: str,
-    call: object | None,  # kept as JSON, for recovery
+    call: Callable[[], object],  # the call's record, kept as JSON for recovery; built when needed
     lease_seconds: float,
+    allowances: Allowances | None = None,
 ) -> tuple[Hold, Plan]:
     """Holds the call's worst case, or raises 402/429; returns the hold and what was decided (the cap
     the gateway set, the fallbacks the hold covers).
 
-    The hold's lease is renewed with every other live call's by the upkeep loop until `stop()`.
+    A free slot of this process's allowance on these limits is taken in memory; else the call
+    reserves in the database. The hold's lease is renewed by the upkeep loop until `stop()`.
     """
     plan = Plan(ask)
+    allowance = allowances.of(limits) if allowances is not None else None
+    if allowance is not None and allowance.free:
+        taken = _from_allowance(allowance, limits, plan, call)
+        if taken is not None:
+            allowance.started()
+            assert allowances is not None
+            allowances.want(allowance)
+            return taken, plan
+    record = call()
+    try:
+        needs = await _reserve_one(transactions, limits, plan, call_id, record, lease_seconds)
+    except LimitRefused:
+        if allowances is None or not await allowances.ask_back(limits):
+            raise
+        needs = await _wait_for_slots_back(
+            transactions, limits, plan, call_id, record, lease_seconds, allowances
+        )
+    leases.add(call_id)
+    if allowance is not None:
+        allowance.started([needs[limit.id] for limit in limits])
+        assert allowances is not None
+        allowances.want(allowance)
+    return Hold(call_id, tuple(limits), plan.headers, _leases=leases, _allowance=allowance), plan
+
+
+def _from_allowance(
+    allowance: Allowance, limits: tuple[Limit, ...], plan: Plan, call: Callable[[], object]
+) -> Hold | None:
+    """The call on a free slot, decided on what the allowance last saw of its limits (its cap and
+    headers): None when that refuses it or no free slot covers its worst case."""
+    standings = allowance.standings()
+    if standings is None:
+        return None
+    try:
+        needs = plan.decide(standings)
+    except LimitRefused:
+        return None  # decided again in the database, on what the limits have now
+    name = allowance.take([needs[limit.id] for limit in limits], call)
+    if name is None:
+        return None
+    return Hold(name, limits, plan.headers, _allowance=allowance)
+
+
+async def _reserve_one(
+    transactions: WriteTransactions,
+    limits: Sequence[Limit],
+    plan: Plan,
+    call_id: str,
+    call: object | None,
+    lease_seconds: float,
+) -> dict[uuid.UUID, int]:
     held = None
     if transactions.dialect_name == "postgresql":
         held = await reserve_in_one_statement(transactions, limits, plan.decide, call_id, call, lease_seconds)
     if held is None:
-        await ledger.reserve(
+        held = await ledger.reserve(
             transactions, limits, plan.decide, call_id=call_id, call=call, lease_seconds=lease_seconds
         )
-    leases.add(call_id)
-    return Hold(call_id=call_id, limits=tuple(limits), headers=plan.headers, _leases=leases), plan
+    return held
+
+
+RETRY_SECONDS = 0.2
+
+
+async def _wait_for_slots_back(
+    transactions: WriteTransactions,
+    limits: Sequence[Limit],
+    plan: Plan,
+    call_id: str,
+    call: object | None,
+    lease_seconds: float,
+    allowances: Allowances,
+) -> dict[uuid.UUID, int]:
+    """Refused while slots held elsewhere may cover the call: they are asked back (a reclaim marker,
+    seen at the holders' next upkeep), and the call tries again until they could have come back."""
+    deadline = time.monotonic() + allowances.patience
+    while True:
+        try:
+            return await _reserve_one(transactions, limits, plan, call_id, call, lease_seconds)
+        except LimitRefused:
+            if time.monotonic() >= deadline:
+                raise
+        await asyncio.sleep(RETRY_SECONDS)

@@ -126,7 +126,7 @@ def _parameter_names(count: int) -> tuple[tuple[str, str], ...]:
     return tuple((f"id{index}", f"ws{index}") for index in range(count))
 
 
-async def _standing(
+async def standings_at(
     conn: LedgerConnection, limits: Sequence[Limit], now: datetime, *, create_missing: bool
 ) -> list[Standing]:
     """What each limit has used and holds at `now`, in the order of `limits`."""
@@ -183,7 +183,7 @@ async def reserve(
     async with transactions.rows_locked_here(ids), transactions.begin() as conn:
         now = utcnow()
         await lock_limits(conn, ids)
-        needs = plan(await _standing(conn, limits, now, create_missing=True))
+        needs = plan(await standings_at(conn, limits, now, create_missing=True))
         lease_until = now + timedelta(seconds=lease_seconds)
         holds: list[dict[str, object]] = [
             {
@@ -212,10 +212,10 @@ async def status_of(source: AsyncEngine | AsyncConnection, limit: Limit) -> Stat
     (db/budgeted_pool.py; with PgBouncer, its server connections)."""
     now = utcnow()
     if isinstance(source, AsyncConnection):
-        [standing] = await _standing(source, [limit], now, create_missing=False)
+        [standing] = await standings_at(source, [limit], now, create_missing=False)
     else:
         async with source.connect() as conn:
-            [standing] = await _standing(conn, [limit], now, create_missing=False)
+            [standing] = await standings_at(conn, [limit], now, create_missing=False)
     used, reserved = standing.used, standing.reserved
     remaining = max(limit.amount - used - reserved, 0)
     reset = _refill_at(limit, used, now) if limit.rolling else resets_at(limit.window, now)

@@ -5,6 +5,7 @@ returns them as the call's `Reservation`), and the one settlement every ending g
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,6 +82,10 @@ def recovery_record(attempt: Attempt, call_id: str) -> RecoveryRecord:
     return outcome
 
 
+def _same(record: RecoveryRecord) -> RecoveryRecord:
+    return record
+
+
 async def _ask(
     pipeline: Pipeline, attempt: Attempt, limits: Sequence[Limit]
 ) -> tuple[enforce.Ask, tuple[enforce.Fallback, ...]]:
@@ -121,7 +126,9 @@ async def begin(
     # The id names the call to recovery and to its holds' settlement: a call with neither has no use
     # for one. 128 random bits, as a uuid4's hex, without the UUID object.
     call_id = os.urandom(16).hex() if recovered else ""
-    record = recovery_record(first, call_id) if recovered else None
+    # Built now only for an idempotency claim: a call on an allowance slot needs it only if it is
+    # still running at the next upkeep (limits/allowances.py).
+    record = recovery_record(first, call_id) if claim is not None else None
     hold, gateway_cap, routes = None, None, call.routes
     if limits:
         if hit is not None:
@@ -137,8 +144,11 @@ async def begin(
                 limits,
                 ask,
                 call_id=call_id,
-                call=record,
+                call=functools.partial(_same, record)
+                if record is not None
+                else functools.partial(recovery_record, first, call_id),
                 lease_seconds=pipeline.settings.lease_seconds,
+                allowances=pipeline.allowances,
             )
         except LimitRefused as refused:
             events.limit_refused(pipeline.metrics)
@@ -170,9 +180,11 @@ async def _follow_attempt(pipeline: Pipeline, reservation: Reservation, under_wa
     """Recovery's record follows the call to the attempt now under way: should the replica die in
     it, the `abandoned` record names that attempt, its model and its credential, not the first's."""
     record = recovery_record(under_way, reservation.call_id)
-    if reservation.hold is not None:
+    hold = reservation.hold
+    if hold is not None:
+        hold.follow(record)
         async with pipeline.engine.begin() as conn:
-            await recovery.remember_call(conn, reservation.call_id, record)
+            await recovery.remember_call(conn, hold.call_id, record)
     if reservation.claim is not None:
         await pipeline.idempotency.attach(reservation.claim, record)
 
@@ -190,7 +202,7 @@ async def settle(
     hold, claim = reservation.hold, reservation.claim
     if hold is not None or claim is not None:
         settlement = Settlement(
-            call_id=reservation.call_id if hold is not None else None,
+            call_id=hold.call_id if hold is not None else None,  # the call's own, or its slot's
             limits=hold.limits if hold is not None else (),
             claim=claim,
             stored=stored,

@@ -9,6 +9,7 @@ import contextlib
 from fastapi import FastAPI
 
 from switchboard.kit.worker_counters import WorkerCounters
+from switchboard.limits.allowances import Allowances
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.registry import LimitRegistry
 from switchboard.llm.services import pipeline_of
@@ -28,19 +29,29 @@ async def startup(app: FastAPI) -> None:
     in_flight = WorkerCounters(directory / IN_FLIGHT_FILE) if directory is not None else None
     app.state.in_flight = in_flight
     routing = RouteHealth(in_flight)
-    pipeline = pipeline_of(app.state, registry, routing, HoldLeases(app.state.settings.lease_seconds))
-    app.state.pipeline = pipeline  # for the framework's routes (llm/router.py); app.py wires the fast path
     # Short leases (tests) are recovered sooner.
-    interval = min(UPKEEP_SECONDS, pipeline.settings.lease_seconds / 3)
+    lease_seconds = app.state.settings.lease_seconds
+    interval = min(UPKEEP_SECONDS, lease_seconds / 3)
+    allowances = None
+    if app.state.settings.limit_allowances:
+        allowances = Allowances(app.state.write_transactions, lease_seconds, interval)
+    pipeline = pipeline_of(app.state, registry, routing, HoldLeases(lease_seconds), allowances)
+    app.state.pipeline = pipeline  # for the framework's routes (llm/router.py); app.py wires the fast path
     app.state.upkeep = asyncio.create_task(upkeep_forever(pipeline, interval), name="pipeline-upkeep")
+    if allowances is not None:
+        app.state.grants = asyncio.create_task(allowances.grant_forever(), name="allowance-grants")
 
 
 async def shutdown(app: FastAPI) -> None:
-    task: asyncio.Task[None] | None = getattr(app.state, "upkeep", None)
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    for name in ("upkeep", "grants"):
+        task: asyncio.Task[None] | None = getattr(app.state, name, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    pipeline = getattr(app.state, "pipeline", None)
+    if pipeline is not None and pipeline.allowances is not None:
+        await pipeline.allowances.close()  # free slots go back now, not when their lease runs out
     in_flight: WorkerCounters | None = getattr(app.state, "in_flight", None)
     if in_flight is not None:
         in_flight.close()

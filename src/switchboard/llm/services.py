@@ -20,6 +20,7 @@ from switchboard.credentials.store import CredentialStore
 from switchboard.db.outage import DatabaseOutage
 from switchboard.db.write_transaction import WriteTransactions
 from switchboard.idempotency.service import IdempotencyStore
+from switchboard.limits.allowances import Allowances
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.registry import LimitRegistry
 from switchboard.metering.writer import UsageWriter
@@ -49,6 +50,8 @@ class Pipeline:
     limits: LimitRegistry
     routing: RouteHealth  # cooldowns and calls in flight per route (SPEC §14)
     hold_leases: HoldLeases
+    # Slots of the limits' amounts this process admits calls against in memory (None: not enabled).
+    allowances: Allowances | None
     metrics: Metrics | None
     webhooks: WebhookHub | None  # refusals, rejected keys and settled costs, for their webhooks
     cache: CacheStore | None  # the response cache (SPEC §23), asked only when a call opts in
@@ -62,7 +65,13 @@ def _typed(state: State, name: str, kind: type[T]) -> T:
     return value
 
 
-def pipeline_of(state: State, limits: LimitRegistry, routing: RouteHealth, leases: HoldLeases) -> Pipeline:
+def pipeline_of(
+    state: State,
+    limits: LimitRegistry,
+    routing: RouteHealth,
+    leases: HoldLeases,
+    allowances: Allowances | None,
+) -> Pipeline:
     """The pipeline over what the domains' lifecycles (app.LIFECYCLES, all before `llm`) built."""
     metrics = getattr(state, "metrics", None)
     webhooks = getattr(state, "webhooks", None)
@@ -83,6 +92,7 @@ def pipeline_of(state: State, limits: LimitRegistry, routing: RouteHealth, lease
         limits=limits,
         routing=routing,
         hold_leases=leases,
+        allowances=allowances,
         metrics=metrics if isinstance(metrics, Metrics) else None,
         webhooks=webhooks if isinstance(webhooks, WebhookHub) else None,
         cache=cache if isinstance(cache := getattr(state, "cache", None), CacheStore) else None,

@@ -25,11 +25,14 @@ async def upkeep(pipeline: Pipeline) -> int:
     if len(pipeline.hold_leases):
         async with pipeline.engine.begin() as conn:
             await pipeline.hold_leases.renew(conn)
+    if pipeline.allowances is not None:
+        await pipeline.allowances.tick(pipeline.engine)
     now = utcnow()
     # One checkout for all three reads: an idle process holds no more connections than before.
     async with pipeline.engine.connect() as conn:
         await pipeline.limits.reload(conn)
         dead = await recovery.find_dead_calls(conn, now)
+    await recovery.drop_dead_slots(pipeline.engine, dead, now)
     return await recovery.recover(pipeline.call_sink, dead)
 
 

@@ -78,18 +78,27 @@ class PriceBook:
         self._prices: dict[tuple[uuid.UUID, str, str, str | None], Prices] = {}
         self._until = 0.0
         self._generation = -1
+        self._reading = False  # a re-read after the TTL is under way
 
     async def economies(self, ids: set[uuid.UUID]) -> dict[uuid.UUID, Economy]:
         """These economies (and any other kept); a session and a query only for those not kept."""
         now = time.monotonic()
         generation = cache_generation(self._engine)
         stale = now >= self._until or generation != self._generation
+        if stale and self._reading and generation == self._generation and ids <= self._economies.keys():
+            # Only the time ran out and another call is reading them again: concurrent calls (each
+            # call under a cost limit asks) use these, at most one read old, rather than all read.
+            return self._economies
         # A re-read takes every economy kept too (admins make few): each stays known for known_cost.
         missing = ids | self._economies.keys() if stale else ids - self._economies.keys()
         found: dict[uuid.UUID, Economy] = {}
         if missing:
-            async with self._sessionmaker() as session:
-                found = await economies_by_id(session, list(missing))
+            self._reading = stale
+            try:
+                async with self._sessionmaker() as session:
+                    found = await economies_by_id(session, list(missing))
+            finally:
+                self._reading = False
         if stale:  # dropped only once the fresh read succeeded (see the module's docstring)
             self._economies.clear()
             self._prices.clear()
@@ -101,6 +110,10 @@ class PriceBook:
     def kept(self, record: Priced) -> Prices | None:
         """The prices already resolved for this record's economy and model (no await: per record)."""
         return self._prices.get((record.economy_id, record.provider, record.model, priced_tier(record)))
+
+    def kept_at(self, economy_id: uuid.UUID, provider: str, model: str) -> Prices | None:
+        """`kept` at the default service tier (a reservation's), from the key itself."""
+        return self._prices.get((economy_id, provider, model, None))
 
     async def prices(self, record: Priced, economy: Economy | None) -> Prices:
         """From the economy's override, the catalog or litellm's map, kept with the economy."""

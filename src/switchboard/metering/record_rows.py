@@ -66,7 +66,10 @@ class RecordRows:
     async def price_of(self, economy_id: uuid.UUID, provider: str, model: str) -> tuple[Prices, int]:
         """The prices and markup a record of this call will be costed with (for a limit's estimate)."""
         economy = (await self.book.economies({economy_id})).get(economy_id)
-        prices = await self.book.prices(_PriceProbe(economy_id, provider, model), economy)
+        # Every call under a cost limit asks, before the provider: the kept prices without a probe.
+        prices = self.book.kept_at(economy_id, provider, model)
+        if prices is None:
+            prices = await self.book.prices(_PriceProbe(economy_id, provider, model), economy)
         return prices, economy.markup_bps if economy is not None else 0
 
     @staticmethod

@@ -15,13 +15,14 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, delete, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from switchboard.db.driver_statements import driver_ready
 from switchboard.db.write_transaction import LedgerConnection
 from switchboard.idempotency.service import Claim, IdempotencyStore
 from switchboard.kit.clock import utcnow
 from switchboard.limits.models import LimitHoldRow
+from switchboard.limits.slots import is_allowance_row
 from switchboard.metering.outcome import CallOutcome
 from switchboard.metering.spool import outcome_from_json
 from switchboard.metering.writer import UsageWriter
@@ -79,6 +80,16 @@ async def find_dead_calls(conn: AsyncConnection, now: datetime) -> DeadCalls:
     return DeadCalls(await dead_calls(conn, now), await IdempotencyStore.dead_calls(conn, now))
 
 
+async def drop_dead_slots(engine: AsyncEngine, dead: DeadCalls, now: datetime) -> None:
+    """A dead process's free allowance slots and reclaim markers (limits/slots.py) name no call: once
+    their lease ran out nothing counts them, and they are deleted. A slot a call was running on
+    carries its record and is recovered like a call's holds."""
+    names = [call_id for call_id, record in dead.holds if record is None and is_allowance_row(call_id)]
+    if names:
+        async with engine.begin() as conn:
+            await conn.execute(_RELEASE_DEAD, [{"b_call": name, "b_now": now} for name in names])
+
+
 def _abandoned(record: dict[str, Any]) -> CallOutcome:
     return outcome_from_json({**record, "occurred_at": utcnow().isoformat()})
 
@@ -90,7 +101,9 @@ async def recover(sink: UsageWriter[Settlement], dead: DeadCalls) -> int:
     for call_id, record in dead.holds:
         if record is None:
             continue
-        settlement = Settlement(call_id=call_id, abandoned=True, record_id=abandoned_record_id(call_id))
+        # A slot's row carries the call's record: the record is named by the call, not the slot.
+        record_id = abandoned_record_id(str(record.get("call_id") or call_id))
+        settlement = Settlement(call_id=call_id, abandoned=True, record_id=record_id)
         await sink.record(_abandoned(record), settlement)
         written += 1
     for claim, record in dead.claims:

@@ -1,0 +1,327 @@
+"""Per-process allowances (SPEC §13, limits/allowances.py): a busy process is granted slots (holds of
+one call's worst case, named `slot-<process>-<n>`) and admits calls against them in memory.
+
+Real gateway processes on one database; the fake provider holds every admitted call until the test
+releases it, so what was admitted never depends on timing. The slots are read straight from the
+`limit_holds` table: `reserved` counts them like any hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+
+from switchboard.db.engine import make_engine
+from switchboard.limits.models import LimitHoldRow
+from switchboard.settings import load_settings
+from tests.limits.test_replicas import (
+    ACTUAL,
+    HOLD,
+    MAX_TOKENS,
+    MESSAGES,
+    limit_status,
+    priced_config,
+    setup_caller,
+    tokens,
+    wave,
+)
+from tests.support.databases import DatabaseFactory
+from tests.support.served import gateway_process, served_env
+
+
+@contextmanager
+def gateways(
+    databases: DatabaseFactory, tmp_path: Path, config: dict[str, Any], count: int, lease: str = "3"
+) -> Iterator[tuple[list[Any], list[str], str]]:
+    """`count` gateway processes on one new database: their processes, URLs and the database's URL."""
+    env = served_env(
+        databases, tmp_path, config, SWITCHBOARD_LEASE_SECONDS=lease, SWITCHBOARD_LIMIT_ALLOWANCES="1"
+    )
+    with ExitStack() as stack:
+        started = [stack.enter_context(gateway_process(env, tmp_path / f"{n}.log")) for n in range(count)]
+        yield [p for p, _ in started], [u for _, u in started], env["SWITCHBOARD_DATABASE_URL"]
+
+
+def holds(database_url: str) -> list[tuple[str, str, int, Any]]:
+    """Every hold row: (limit id, name, amount, the call's record)."""
+
+    async def read() -> list[tuple[str, str, int, Any]]:
+        engine = make_engine(database_url)
+        try:
+            async with engine.connect() as conn:
+                rows = await conn.execute(
+                    select(
+                        LimitHoldRow.limit_id, LimitHoldRow.call_id, LimitHoldRow.amount, LimitHoldRow.call
+                    )
+                )
+                return [(str(limit_id), name, amount, call) for limit_id, name, amount, call in rows]
+        finally:
+            await engine.dispose()
+
+    # On a thread of its own: the tests call it from inside their own event loop too.
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, read()).result()
+
+
+def slot_rows(database_url: str, limit_id: str) -> list[tuple[str, int, Any]]:
+    return [
+        (name, amount, call)
+        for lid, name, amount, call in holds(database_url)
+        if lid == limit_id and name.startswith("slot-")
+    ]
+
+
+def wait_for(condition: Any, what: str, seconds: float = 60) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        found = condition()
+        if found:
+            return found
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def limited_config(
+    fake_provider: Any, models: list[str], cost: int, requests: int = 100_000
+) -> dict[str, Any]:
+    config = priced_config(fake_provider, models)
+    economy = {"subject_type": "economy", "subject_id": "default"}
+    config["limits"] = [
+        {**economy, "metric": "cost", "window": "total", "amount": str(cost)},
+        {**economy, "metric": "requests", "window": "minute", "amount": str(requests)},
+    ]
+    return config
+
+
+def limit_ids(url: str, admin: str) -> dict[str, str]:
+    listed = httpx.get(
+        f"{url}/limits", params={"subject_type": "economy"}, headers={"authorization": f"Bearer {admin}"}
+    )
+    assert listed.status_code == 200, listed.text
+    return {item["metric"]: item["id"] for item in listed.json()["data"]}
+
+
+async def start_held(
+    url: str, user: str, model: str, count: int, fake_provider: Any
+) -> list[asyncio.Task[httpx.Response]]:
+    """`count` concurrent calls, returned once every one has reached the (holding) provider."""
+    client = httpx.AsyncClient(base_url=url, headers={"authorization": f"Bearer {user}"}, timeout=60)
+    body = {"model": f"openai/{model}", "messages": MESSAGES, "max_tokens": MAX_TOKENS}
+    tasks = [asyncio.create_task(client.post("/v1/chat/completions", json=body)) for _ in range(count)]
+    deadline = time.monotonic() + 60
+    while len(fake_provider.received(model)) < count:
+        early = [t.result().text for t in tasks if t.done() and not t.exception()]
+        assert not early and time.monotonic() < deadline, f"the calls never reached the provider: {early}"
+        await asyncio.sleep(0.05)
+    tasks.append(asyncio.create_task(_close_later(client, tasks)))
+    return tasks
+
+
+async def _close_later(
+    client: httpx.AsyncClient, tasks: list[asyncio.Task[httpx.Response]]
+) -> httpx.Response:
+    try:
+        return (await asyncio.gather(*tasks[:-1]))[0]
+    finally:
+        await client.aclose()
+
+
+def per_call_holds(database_url: str, limit_id: str) -> int:
+    return sum(
+        1
+        for lid, name, _, _ in holds(database_url)
+        if lid == limit_id and not name.startswith(("slot-", "reclaim-"))
+    )
+
+
+def steady(url: str, admin: str, database: str, limit_id: str) -> tuple[dict[str, Any], set[str]]:
+    """A limit's status and its slots' names, read while no grant changed them (the same status on
+    both sides of the read of the slots)."""
+    found: list[tuple[dict[str, Any], set[str]]] = []
+
+    def read() -> bool:
+        status = limit_status(url, admin, limit_id)
+        names = {name for name, _, _ in slot_rows(database, limit_id)}
+        found[:] = [(status, names)]
+        return status == limit_status(url, admin, limit_id)
+
+    wait_for(read, "the slots never stopped changing")
+    return found[0]
+
+
+def test_a_busy_process_is_granted_slots_its_calls_settle_under_and_returns_them_when_idle(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
+) -> None:
+    first, second = f"slots1-{uuid.uuid4().hex[:8]}", f"slots2-{uuid.uuid4().hex[:8]}"
+    for model in (first, second):
+        fake_provider.script(model, held=True)
+    user, admin = tokens()
+    amount = 200 * HOLD
+    config = limited_config(fake_provider, [first, second], amount)
+    # The default lease (30 s): slots that go back before it could run out went back by design.
+    with gateways(databases, tmp_path, config, 1, lease="30") as (_, [url], database):
+        setup_caller(url, user, admin, fake_provider, None)
+        ids = limit_ids(url, admin)
+
+        async def run() -> None:
+            wave1 = await start_held(url, user, first, 4, fake_provider)
+            # The fourth call in flight asks for slots, in the background: up to 64, and at most
+            # what is left over 8 (one process holds slots): (200 - the four calls' holds) / 8 = 24.
+            slots = wait_for(lambda: slot_rows(database, ids["cost"]), "no slots were granted")
+            assert len(slots) == (amount - 4 * HOLD) // (8 * HOLD) == 24
+            assert {held for _, held, _ in slots} == {HOLD}  # one call's worst case each
+            assert {held for _, held, _ in slot_rows(database, ids["requests"])} == {1}
+            assert len(slot_rows(database, ids["requests"])) == 24
+            assert per_call_holds(database, ids["cost"]) == 4
+            assert int(limit_status(url, admin, ids["cost"])["reserved"]) == (4 + 24) * HOLD
+
+            # Six more calls take free slots: no hold of their own. (With fewer than 32 free, the
+            # process may be granted a few more: `reserved` is the four holds and the slots.)
+            wave2 = await start_held(url, user, second, 6, fake_provider)
+            assert per_call_holds(database, ids["cost"]) == 4
+            status, names = steady(url, admin, database, ids["cost"])
+            assert int(status["reserved"]) == (4 + len(names)) * HOLD
+            fake_provider.release(second)
+            assert all(r.status_code == 200 for r in await asyncio.gather(*wave2))
+            # Each slot's settlement replaced its worst case by what the call cost, and ended it.
+            wait_for(
+                lambda: limit_status(url, admin, ids["cost"])["used"] == str(6 * ACTUAL),
+                "the slots' calls were never settled",
+            )
+            status, left = steady(url, admin, database, ids["cost"])
+            assert len(names - left) == 6  # the six calls' slots, and no other
+            assert int(status["reserved"]) == (4 + len(left)) * HOLD
+
+            fake_provider.release(first)
+            assert all(r.status_code == 200 for r in await asyncio.gather(*wave1))
+
+        asyncio.run(run())
+        # No call for a second: the free slots go back, well before their 30 s lease could run out.
+        wait_for(lambda: not slot_rows(database, ids["cost"]), "idle slots were never returned", 20)
+        final = limit_status(url, admin, ids["cost"])
+        assert (final["used"], final["reserved"]) == (str(10 * ACTUAL), "0")
+        wait_for(lambda: not holds(database), "holds were left behind")
+
+
+def test_shutdown_returns_the_free_slots_and_settles_the_busy_ones(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
+) -> None:
+    model = f"shut-{uuid.uuid4().hex[:8]}"
+    fake_provider.script(model, held=True)
+    user, admin = tokens()
+    config = limited_config(fake_provider, [model], 200 * HOLD)
+    with gateways(databases, tmp_path, config, 1, lease="30") as ([process], [url], database):
+        setup_caller(url, user, admin, fake_provider, None)
+        ids = limit_ids(url, admin)
+
+        async def run() -> None:
+            calls = await start_held(url, user, model, 6, fake_provider)
+            wait_for(lambda: slot_rows(database, ids["cost"]), "no slots were granted")
+            # Calls are in flight: the slots are not idle. The process is asked to stop, its calls end.
+            process.send_signal(signal.SIGINT)
+            await asyncio.sleep(0.5)
+            fake_provider.release(model)
+            await asyncio.gather(*calls, return_exceptions=True)
+
+        asyncio.run(run())
+        process.wait(timeout=60)
+        # No process is left to sweep expired rows: the stopping process ended every slot itself.
+        assert not holds(database)
+
+
+def test_two_processes_spend_the_amount_to_the_last_call_that_fits(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
+) -> None:
+    """Both processes hold slots; at the limit's end the slots shrink to none, a process refused
+    while the other holds free slots asks for them back, and every call the amount covers runs."""
+    first, second = f"edge1-{uuid.uuid4().hex[:8]}", f"edge2-{uuid.uuid4().hex[:8]}"
+    for model in (first, second):
+        fake_provider.script(model, held=True)
+    user, admin = tokens()
+    amount = 50 * HOLD
+    with gateways(databases, tmp_path, limited_config(fake_provider, [first, second], amount), 2) as (
+        _,
+        urls,
+        database,
+    ):
+        setup_caller(urls[0], user, admin, fake_provider, None)
+        ids = limit_ids(urls[0], admin)
+        counts = asyncio.run(wave(urls, user, first, 40, fake_provider))
+        assert counts == {200: 40}
+        left = amount - 40 * ACTUAL
+        counts = asyncio.run(wave(urls, user, second, 60, fake_provider))
+        assert counts == {200: left // HOLD, 402: 60 - left // HOLD}  # no call refused that fit
+        settled = wait_for(
+            lambda: (s := limit_status(urls[1], admin, ids["cost"]))["reserved"] == "0" and s,
+            "the slots never went back",
+        )
+        assert int(settled["used"]) == (40 + left // HOLD) * ACTUAL <= amount
+        # Reclaim markers (amount 0) run out with their lease, and are swept.
+        wait_for(lambda: not holds(database), "holds were left behind")
+
+
+def test_a_killed_process_slots_expire_and_its_calls_on_slots_are_recorded_abandoned(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
+) -> None:
+    first, second = f"dead1-{uuid.uuid4().hex[:8]}", f"dead2-{uuid.uuid4().hex[:8]}"
+    after = f"after-{uuid.uuid4().hex[:8]}"
+    for model in (first, second, after):
+        fake_provider.script(model, held=True)
+    user, admin = tokens()
+    amount = 60 * HOLD
+    config = limited_config(fake_provider, [first, second, after], amount)
+    with gateways(databases, tmp_path, config, 2) as (processes, urls, database):
+        setup_caller(urls[0], user, admin, fake_provider, None)
+        ids = limit_ids(urls[0], admin)
+
+        async def run() -> None:
+            calls = await start_held(urls[0], user, first, 6, fake_provider)
+            wait_for(lambda: slot_rows(database, ids["cost"]), "no slots were granted")
+            own = per_call_holds(database, ids["cost"])
+            calls += await start_held(urls[0], user, second, 2, fake_provider)
+            assert per_call_holds(database, ids["cost"]) == own  # both on slots
+            # The upkeep leaves each running call's record on its slot's row.
+            wait_for(
+                lambda: sum(1 for _, _, call in slot_rows(database, ids["cost"]) if call) == 8 - own,
+                "the slots' calls were never recorded on their rows",
+            )
+            os.kill(processes[0].pid, signal.SIGKILL)
+            results = await asyncio.gather(*calls, return_exceptions=True)
+            assert all(
+                isinstance(r, httpx.TransportError) for r in results if not isinstance(r, httpx.Response)
+            )
+
+        asyncio.run(run())
+        assert processes[0].wait(timeout=10) == -signal.SIGKILL
+        fake_provider.release(first)
+        fake_provider.release(second)
+        # The lease (3 s) runs out: the other process frees everything the dead one held.
+        wait_for(lambda: not holds(database), "the dead process's holds and slots never expired")
+        headers = {"authorization": f"Bearer {user}"}
+        records = httpx.get(f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+        dead = [(r["status"], r["error_code"]) for r in records if r["model"] in (first, second)]
+        assert dead == [("abandoned", "gateway_crashed")] * 8
+        assert limit_status(urls[1], admin, ids["cost"])["used"] == "0"
+        # The whole amount is the other process's to spend.
+        counts = asyncio.run(wave(urls[1:], user, after, 70, fake_provider))
+        assert counts == {200: amount // HOLD, 402: 70 - amount // HOLD}
+
+
+def test_allowances_are_off_unless_enabled(make_gateway: Any) -> None:
+    # Off, a busy process reserves call by call as before: SPEC §13's promises hold as written
+    # (docs/limits.md, "Allowances", says which two an enabled allowance relaxes).
+    assert load_settings({}).limit_allowances is False
+    assert load_settings({"SWITCHBOARD_LIMIT_ALLOWANCES": "1"}).limit_allowances is True
+    assert make_gateway().app.state.pipeline.allowances is None
+    assert make_gateway(env={"SWITCHBOARD_LIMIT_ALLOWANCES": "1"}).app.state.pipeline.allowances is not None
