@@ -62,7 +62,9 @@ def _database(opts: Options, db: str, data_dir: Path) -> Iterator[str]:
             yield url
 
 
-def _env(data_dir: Path, database_url: str, config: Path, port: int) -> dict[str, str]:
+def _env(
+    data_dir: Path, database_url: str, config: Path, port: int, allowances: bool = False
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
     env.update(
         SWITCHBOARD_DATA_DIR=str(data_dir),
@@ -73,6 +75,8 @@ def _env(data_dir: Path, database_url: str, config: Path, port: int) -> dict[str
         SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS="true",
         SWITCHBOARD_PUBLIC_URL=f"http://127.0.0.1:{port}",
     )
+    if allowances:
+        env["SWITCHBOARD_LIMIT_ALLOWANCES"] = "true"
     return env
 
 
@@ -213,7 +217,7 @@ def prepared(db: str, opts: Options, upstream: Upstream) -> Iterator[Prepared]:
     config.write_text(_CONFIG)
     port = free_port()
     with _database(opts, db, home / "data") as database_url:
-        env = _env(home / "data", database_url, config, port)
+        env = _env(home / "data", database_url, config, port, opts.allowances)
         # First start: migrations on a fresh database; then two users, each with a real credential.
         child = _start(env, port, 1, home / "serve-setup.log")
         try:

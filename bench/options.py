@@ -31,6 +31,8 @@ class Options:
     limits: bool = False
     # Rounds of phases with and without those limits in one gateway process (0: not asked for).
     limits_delta: int = 0
+    # The gateway runs with SWITCHBOARD_LIMIT_ALLOWANCES=true (limits' per-process allowances).
+    allowances: bool = False
     cache_delta: int = 0
     # The provider kinds the gateway's calls go to (each its own row; the upstream answers each in
     # its own wire format).
@@ -82,6 +84,11 @@ def parse(argv: list[str] | None = None) -> Options:
         "--limits",
         action="store_true",
         help="put two limits (cost/month, requests/minute, never reached) on the calls' economy",
+    )
+    parser.add_argument(
+        "--allowances",
+        action="store_true",
+        help="run the gateway with the limits' per-process allowances on (SWITCHBOARD_LIMIT_ALLOWANCES)",
     )
     parser.add_argument(
         "--limits-delta",
@@ -146,6 +153,7 @@ def parse(argv: list[str] | None = None) -> Options:
         pg_admin_dsn=args.pg_admin_dsn,
         limits=args.limits,
         limits_delta=args.limits_delta,
+        allowances=args.allowances,
         cache_delta=args.cache_delta,
         providers=providers,
         instructions=args.instructions,
