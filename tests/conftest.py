@@ -98,7 +98,7 @@ def make_gateway(
     ) -> Gateway:
         data_dir = session_dir / f"gw-{uuid.uuid4().hex[:8]}"
         data_dir.mkdir()
-        db_url = database_url or asyncio.run(databases.create())
+        db_url = database_url or asyncio.run(databases.create(migrated=True))
         config_path = write_config(
             data_dir, config if config is not None else default_test_config(fake_provider.base_url)
         )

@@ -31,14 +31,14 @@ def free_port() -> int:
 def served_env(
     databases: DatabaseFactory, directory: Path, config: dict[str, Any], **settings: str
 ) -> dict[str, str]:
-    """The environment of a served gateway on a new database, with `config` written to `directory`
-    and its data there too; `settings` add or override `SWITCHBOARD_*` variables. None of this
-    process's own `SWITCHBOARD_*` variables (the test run's) reach it."""
+    """The environment of a served gateway on a new, migrated database, with `config` written to
+    `directory` and its data there too; `settings` add or override `SWITCHBOARD_*` variables. None of
+    this process's own `SWITCHBOARD_*` variables (the test run's) reach it."""
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")},
         "SWITCHBOARD_ENV": "development",
         "SWITCHBOARD_DATA_DIR": str(directory / "data"),
-        "SWITCHBOARD_DATABASE_URL": asyncio.run(databases.create()),
+        "SWITCHBOARD_DATABASE_URL": asyncio.run(databases.create(migrated=True)),
         "SWITCHBOARD_JWT_SECRET": support.TEST_JWT_SECRET,
         "SWITCHBOARD_ENCRYPTION_KEYS": support.test_encryption_keys("k1"),
         "SWITCHBOARD_CONFIG": str(support.write_config(directory, config)),
