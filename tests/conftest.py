@@ -13,6 +13,7 @@ import pytest
 from tests.support.databases import DatabaseFactory
 from tests.support.gateway import Gateway, build_settings, start_gateway, write_config
 from tests.support.recorder import RECORDER
+from tests.support.scheduling import longest_groups_first
 from tests.support.servers import ServerThread
 
 
@@ -125,3 +126,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if leaks:
         session.exitstatus = 1
         print(f"\nSECRET LEAK: {len(leaks)} registered secret(s) appeared in responses: {leaks}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The order and groups `--dist loadgroup` spreads over workers (tests/support/scheduling.py);
+    before xdist adds each test's group to its id, hence tryfirst."""
+    longest_groups_first(items)
