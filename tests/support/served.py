@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ def gateway_process(
     env: dict[str, str], log: Path, *serve_args: str, wrapper: Sequence[str] = ()
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`switchboard serve` on a free port (with `serve_args`, run under `wrapper` if given), once it
-    answers /health."""
+    answers /health; in a session of its own, whose every process (its workers too) ends with it."""
     port = free_port()
     with log.open("ab") as out:
         process = subprocess.Popen(
@@ -61,6 +62,7 @@ def gateway_process(
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -76,6 +78,7 @@ def gateway_process(
             time.sleep(0.1)
         yield process, url
     finally:
-        if process.poll() is None:
-            process.kill()
+        # The whole group: a server killed by a test leaves its workers behind, serving on for good.
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
