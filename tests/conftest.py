@@ -8,12 +8,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
+import openai
 import pytest
 
 from tests.support.databases import DatabaseFactory
-from tests.support.gateway import Gateway, build_settings, start_gateway, write_config
+from tests.support.gateway import Gateway, User, build_settings, start_gateway, write_config
 from tests.support.recorder import RECORDER
 from tests.support.scheduling import longest_groups_first
+from tests.support.sdks import anthropic_client, openai_client
 from tests.support.servers import ServerThread
 
 
@@ -119,6 +122,20 @@ def make_gateway(
 def gateway(make_gateway: GatewayFactory) -> Gateway:
     """The shared gateway: tests isolate themselves by using fresh users and rooms."""
     return make_gateway()
+
+
+@pytest.fixture
+def openai_sdk(gateway: Gateway, user: User) -> Iterator[openai.OpenAI]:
+    """The openai SDK as `user` of the test's `gateway` (each module's own `user` fixture)."""
+    with openai_client(gateway, user) as client:
+        yield client
+
+
+@pytest.fixture
+def anthropic_sdk(gateway: Gateway, user: User) -> Iterator[anthropic.Anthropic]:
+    """The anthropic SDK as `user` of the test's `gateway` (each module's own `user` fixture)."""
+    with anthropic_client(gateway, user) as client:
+        yield client
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
