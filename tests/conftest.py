@@ -8,11 +8,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
+import openai
 import pytest
 
 from tests.support.databases import DatabaseFactory
-from tests.support.gateway import Gateway, build_settings, start_gateway, write_config
+from tests.support.gateway import Gateway, User, build_settings, start_gateway, write_config
 from tests.support.recorder import RECORDER
+from tests.support.scheduling import longest_groups_first
+from tests.support.sdks import anthropic_client, openai_client
 from tests.support.servers import ServerThread
 
 
@@ -98,7 +102,7 @@ def make_gateway(
     ) -> Gateway:
         data_dir = session_dir / f"gw-{uuid.uuid4().hex[:8]}"
         data_dir.mkdir()
-        db_url = database_url or asyncio.run(databases.create())
+        db_url = database_url or asyncio.run(databases.create(migrated=True))
         config_path = write_config(
             data_dir, config if config is not None else default_test_config(fake_provider.base_url)
         )
@@ -120,8 +124,29 @@ def gateway(make_gateway: GatewayFactory) -> Gateway:
     return make_gateway()
 
 
+@pytest.fixture
+def openai_sdk(gateway: Gateway, user: User) -> Iterator[openai.OpenAI]:
+    """The openai SDK as `user` of the test's `gateway` (each module's own `user` fixture)."""
+    with openai_client(gateway, user) as client:
+        yield client
+
+
+@pytest.fixture
+def anthropic_sdk(gateway: Gateway, user: User) -> Iterator[anthropic.Anthropic]:
+    """The anthropic SDK as `user` of the test's `gateway` (each module's own `user` fixture)."""
+    with anthropic_client(gateway, user) as client:
+        yield client
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     leaks = RECORDER.leaks()
     if leaks:
         session.exitstatus = 1
         print(f"\nSECRET LEAK: {len(leaks)} registered secret(s) appeared in responses: {leaks}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The order and groups `--dist loadgroup` spreads over workers (tests/support/scheduling.py);
+    before xdist adds each test's group to its id, hence tryfirst."""
+    longest_groups_first(items)

@@ -1,9 +1,10 @@
 """Every example of the README and the documentation site runs as written, against the shipped configuration.
 
 A fenced block says how it is checked by an HTML comment on the line before it:
-- `<!-- example:NAME -->` (bash or python): run, in page order, in one shell after the README's quick start,
-  against a gateway started on `config/switchboard.yaml` and the fake provider; `EXPECTED` says what
-  each one's output must contain.
+- `<!-- example:NAME -->` (bash or python): run after the README's quick start, against a gateway started
+  on `config/switchboard.yaml` and the fake provider, each in a shell of its own that holds what the
+  examples before it exported (GATEWAY_STATE and SHELL_STATE below); `EXPECTED` says what each one's
+  output must contain.
 - `<!-- config-example -->` (yaml): merged into the shipped config file, which must then load.
 - `<!-- kubernetes-example -->` (yaml): parses, its catalog loads, its settings are documented ones.
 - `<!-- not-run: why -->`: needs what the suite does not have (Docker, Node.js, Claude Code, …).
@@ -20,7 +21,7 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -206,43 +207,95 @@ def test_the_kubernetes_example_parses_and_uses_documented_settings() -> None:
     assert "WORKERS" in dockerfile and "EXPOSE 8000" in dockerfile and "/data" in dockerfile
 
 
-def _script(gateway: Gateway, fake_provider: Any, email: str) -> tuple[str, list[str]]:
-    """Every runnable example, in page order, as one bash script; the quick start runs once."""
-    quickstart = example(ROOT / "README.md", "quickstart")
-    assert quickstart.body == example(ROOT / "docs" / "getting-started.md", "quickstart").body, (
-        "the README's quick start and Getting started's differ"
-    )
-    parts, names = [], []
-    for block in all_blocks():
-        if block.name is None or block.lang == "text":
-            continue
-        if block.name == "quickstart" and block.page != ROOT / "README.md":
-            continue
-        names.append(block.name)
-        parts.append(f"echo '=== {block.name}'\n")
-        if block.lang == "python":
-            parts.append(f"{sys.executable} - <<'PY'\n{block.body}PY\n")
-        else:
-            parts.append(block.body)
-        parts.append("echo\n")
-    script = "".join(parts)
-    script = script.replace("me@example.com", email).replace(README_ADDRESS, gateway.url)
-    return script.replace(ANTHROPIC_ADDRESS, fake_provider.base_url), names
+# Examples that leave state behind for the ones after them. In the gateway (an account, its key, stored
+# provider keys): run once per module, in one shell, before the others. In the shell (exports): run again
+# at the head of every later example's shell. Every other example runs in a shell of its own, so that
+# xdist spreads them; each must work after exactly these, as a reader following the pages has run them.
+GATEWAY_STATE = ("quickstart", "anthropic-credential", "mistral-credential")
+SHELL_STATE = {"agents-env"}
+# They put limits on their caller, which would refuse the calls of the examples after them: they run,
+# after the quick start, for an account of their own.
+OWN_ACCOUNT = ("limits-cli", "limits-worked")
+# Files an example writes, and how each must start.
+WRITES = {"usage-export": ("jan.csv", "id,")}
+SECRETS = ("sk-readme-example-key", "sk-ant-readme-example-key", "readme-example-mistral-key")
 
 
-def test_examples_run_as_written_on_the_shipped_configuration(
-    make_gateway: Any, fake_provider: Any, tmp_path: Path
-) -> None:
+def runnable() -> list[Block]:
+    """Every example the suite runs, in page order; the quick start once, the README's."""
+    return [
+        block
+        for block in all_blocks()
+        if block.name is not None
+        and block.lang != "text"
+        and not (block.name == "quickstart" and block.page != ROOT / "README.md")
+    ]
+
+
+def _shell_text(block: Block) -> str:
+    if block.lang == "python":
+        return f"{sys.executable} - <<'PY'\n{block.body}PY\n"
+    return block.body
+
+
+def _script(chosen: list[Block], gateway: Gateway, fake_provider: Any, email: str) -> str:
+    """The examples as one bash script, each output after a `=== NAME` line."""
+    parts = [f"echo '=== {block.name}'\n{_shell_text(block)}echo\n" for block in chosen]
+    script = "".join(parts).replace("me@example.com", email).replace(README_ADDRESS, gateway.url)
+    return script.replace(ANTHROPIC_ADDRESS, fake_provider.base_url)
+
+
+def _prelude(block: Block) -> list[Block]:
+    """The shell-state examples before `block` in page order, in that order."""
+    blocks = runnable()
+    return [b for b in blocks[: blocks.index(block)] if b.name in SHELL_STATE]
+
+
+@dataclass
+class ReadmeShell:
+    """Where the examples run: a gateway on the shipped configuration, a directory, an environment."""
+
+    gateway: Gateway
+    fake_provider: Any
+    directory: Path
+    env: dict[str, str]
+    email: str = "me@example.com"  # the quick start's account, once it has run
+    outputs: dict[str, str] = field(default_factory=dict)  # of the gateway-state examples, once run
+
+    def run(self, chosen: list[Block], email: str, then: str = "") -> dict[str, str]:
+        """Runs `chosen` in one shell, and `then` after them; checks its exit status and what it must
+        never print."""
+        script = _script(chosen, self.gateway, self.fake_provider, email) + then
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=self.directory,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        for secret in SECRETS:
+            assert secret not in done.stdout
+        assert "svc_api_" not in done.stdout  # the key went into the variable, not to the screen
+        outputs = dict(re.findall(r"^=== ([\w-]+)\n(.*?)(?=^=== |\Z)", done.stdout, re.S | re.M))
+        assert sorted(outputs) == sorted({block.name for block in chosen})
+        return outputs
+
+
+def _new_email() -> str:
+    return f"me-{uuid.uuid4().hex[:10]}@example.com"  # each account needs an email of its own
+
+
+@pytest.fixture(scope="module")
+def readme_gateway(make_gateway: Any, fake_provider: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     gateway = make_gateway(config=SHIPPED_CONFIG.read_text(encoding="utf-8"))
-    email = f"me-{uuid.uuid4().hex[:10]}@example.com"  # each run needs an email of its own
-    script, names = _script(gateway, fake_provider, email)
-    missing = sorted(set(names) - set(EXPECTED))
-    assert not missing, f"say what these examples print in EXPECTED: {missing}"
-    (tmp_path / ".venv").symlink_to(sys.prefix)  # the quick start calls .venv/bin/switchboard
+    directory = tmp_path_factory.mktemp("readme")
+    (directory / ".venv").symlink_to(sys.prefix)  # the quick start calls .venv/bin/switchboard
     key = gateway.settings.encryption_keys[0]
     env = {
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
-        "HOME": str(tmp_path),
+        "HOME": str(directory),
         "OPENAI_API_KEY": "sk-readme-example-key",
         "OPENAI_BASE_URL": f"{fake_provider.base_url}/v1",
         "ANTHROPIC_API_KEY": "sk-ant-readme-example-key",
@@ -254,25 +307,76 @@ def test_examples_run_as_written_on_the_shipped_configuration(
         "SWITCHBOARD_DATABASE_URL": gateway.settings.database_url,
         "SWITCHBOARD_CONFIG": str(gateway.settings.config_path),
     }
-    done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    return ReadmeShell(gateway, fake_provider, directory, env)
+
+
+@pytest.fixture(scope="module")
+def readme(readme_gateway: ReadmeShell) -> ReadmeShell:
+    """The gateway-state examples run once, for one account; its key is the later examples'."""
+    setup = [block for block in runnable() if block.name in GATEWAY_STATE]
+    assert [block.name for block in setup] == list(GATEWAY_STATE), "each runs once, in this order"
+    email = _new_email()
+    # The key goes to a file, not to the screen (the examples never print it).
+    outputs = readme_gateway.run(setup, email, then='printf %s "$SWITCHBOARD_API_KEY" > .api-key\n')
+    key = (readme_gateway.directory / ".api-key").read_text()
+    assert key.startswith("svc_api_")
+    env = {**readme_gateway.env, "SWITCHBOARD_API_KEY": key}
+    return replace(readme_gateway, env=env, email=email, outputs=outputs)
+
+
+def _check(name: str, output: str, directory: Path) -> None:
+    assert '"error"' not in output, f"{name}: {output}"
+    for text in EXPECTED[name]:  # JSON is printed with or without spaces
+        assert text.replace(" ", "") in output.replace(" ", ""), f"{name} should print {text!r}: {output}"
+    if name in WRITES:
+        file, start = WRITES[name]
+        assert (directory / file).read_text().startswith(start), f"{name} should write {file}"
+
+
+def test_every_example_says_what_it_prints_and_the_quick_starts_agree() -> None:
+    quickstart = example(ROOT / "README.md", "quickstart")
+    assert quickstart.body == example(ROOT / "docs" / "getting-started.md", "quickstart").body, (
+        "the README's quick start and Getting started's differ"
     )
-    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    outputs = dict(re.findall(r"^=== ([\w-]+)\n(.*?)(?=^=== |\Z)", done.stdout, re.S | re.M))
-    assert sorted(outputs) == sorted(set(names))
-    for name, output in outputs.items():
-        assert '"error"' not in output, f"{name}: {output}"
-        for text in EXPECTED[name]:  # JSON is printed with or without spaces
-            assert text.replace(" ", "") in output.replace(" ", ""), f"{name} should print {text!r}: {output}"
-    assert (tmp_path / "jan.csv").read_text().startswith("id,")  # the usage export example's file
-    for secret in ("sk-readme-example-key", "sk-ant-readme-example-key", "readme-example-mistral-key"):
-        assert secret not in done.stdout
-    assert "svc_api_" not in done.stdout  # the key went into the variable, not to the screen
+    names = {block.name for block in runnable()}
+    missing = sorted(names - set(EXPECTED))  # type: ignore[operator]
+    assert not missing, f"say what these examples print in EXPECTED: {missing}"
+    assert names >= {*GATEWAY_STATE, *SHELL_STATE, *OWN_ACCOUNT}, "a name above is no example's any more"
+
+
+def _parametrized() -> list[Any]:
+    """One test per example, in two xdist groups (alternating, so each holds a share of the slow
+    Python ones): each group starts the module's gateway once, on its worker."""
+    chosen = [block for block in runnable() if block.name not in OWN_ACCOUNT]
+    return [
+        pytest.param(
+            block,
+            id=f"{block.page.relative_to(ROOT)}:{block.line}-{block.name}",
+            marks=pytest.mark.xdist_group(f"readme-examples-{index % 2}"),
+        )
+        for index, block in enumerate(chosen)
+    ]
+
+
+@pytest.mark.parametrize("block", _parametrized())
+def test_the_example_runs_as_written_on_the_shipped_configuration(readme: ReadmeShell, block: Block) -> None:
+    assert block.name is not None
+    if block.name in GATEWAY_STATE:
+        output = readme.outputs[block.name]
+    else:
+        output = readme.run([*_prelude(block), block], readme.email)[block.name]
+    _check(block.name, output, readme.directory)
+
+
+@pytest.mark.xdist_group("readme-examples-limits")
+def test_the_limits_examples_run_as_written_for_an_account_of_their_own(readme_gateway: ReadmeShell) -> None:
+    blocks = runnable()
+    [quickstart] = [block for block in blocks if block.name == "quickstart"]
+    chosen = [block for block in blocks if block.name in OWN_ACCOUNT]
+    assert [block.name for block in chosen] == list(OWN_ACCOUNT), "limits-worked builds on limits-cli"
+    outputs = readme_gateway.run([quickstart, *_prelude(chosen[0]), *chosen], _new_email())
+    for block in chosen:
+        _check(str(block.name), outputs[str(block.name)], readme_gateway.directory)
 
 
 def _free_port() -> int:

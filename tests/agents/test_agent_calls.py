@@ -12,6 +12,7 @@ import pytest
 from tests.agents.conftest import add_member, create, make_economy, make_room
 from tests.llm.conftest import add_credential, provider_base, unique_model
 from tests.support.gateway import Gateway, User
+from tests.support.sdks import openai_client
 
 
 @pytest.fixture
@@ -19,7 +20,7 @@ def sdk_for(gateway: Gateway) -> Iterator[Any]:
     clients: list[openai.OpenAI] = []
 
     def make(user: User) -> openai.OpenAI:
-        client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+        client = openai_client(gateway, user)
         clients.append(client)
         return client
 

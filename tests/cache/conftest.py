@@ -4,12 +4,9 @@ with credentials on the fake provider, and reads of the cache's table."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-import anthropic
-import openai
 import pytest
 from sqlalchemy import select, update
 
@@ -60,20 +57,6 @@ def credentialed(gateway: Gateway, fake_provider: FakeProvider, *kinds: str) -> 
 @pytest.fixture
 def user(gateway: Gateway, fake_provider: FakeProvider) -> User:
     return credentialed(gateway, fake_provider)
-
-
-@pytest.fixture
-def sdk(gateway: Gateway, user: User) -> Iterator[openai.OpenAI]:
-    client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def claude(gateway: Gateway, user: User) -> Iterator[anthropic.Anthropic]:
-    client = anthropic.Anthropic(base_url=gateway.url, api_key=user.token, max_retries=0, timeout=20)
-    yield client
-    client.close()
 
 
 def prompt() -> list[dict[str, str]]:

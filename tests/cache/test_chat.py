@@ -32,17 +32,17 @@ def asked(fake_provider: FakeProvider, model: str, messages: list[dict[str, str]
 
 
 def test_a_repeated_call_is_a_hit_with_the_same_answer_and_no_provider_call(
-    sdk: openai.OpenAI, user: User, fake_provider: FakeProvider
+    openai_sdk: openai.OpenAI, user: User, fake_provider: FakeProvider
 ) -> None:
     model = unique_model("cache")
     fake_provider.script(model, reply="Stored once.", prompt_tokens=13, completion_tokens=5)
     messages = prompt()
-    first = sdk.chat.completions.with_raw_response.create(
+    first = openai_sdk.chat.completions.with_raw_response.create(
         model=f"openai/{model}",
         messages=messages,
         extra_headers=ASK,  # type: ignore[arg-type]
     )
-    second = sdk.chat.completions.with_raw_response.create(
+    second = openai_sdk.chat.completions.with_raw_response.create(
         model=f"openai/{model}",
         messages=messages,
         extra_headers=ASK,  # type: ignore[arg-type]
@@ -61,12 +61,16 @@ def test_a_repeated_call_is_a_hit_with_the_same_answer_and_no_provider_call(
 
 
 def test_a_hit_is_free_where_the_miss_was_priced(
-    sdk: openai.OpenAI, user: User, fake_provider: FakeProvider
+    openai_sdk: openai.OpenAI, user: User, fake_provider: FakeProvider
 ) -> None:
     fake_provider.script(CACHED_MODEL, prompt_tokens=1000, completion_tokens=500)
     messages = prompt()
-    first = sdk.chat.completions.with_raw_response.create(model=f"openai/{CACHED_MODEL}", messages=messages)  # type: ignore[arg-type]
-    second = sdk.chat.completions.with_raw_response.create(model=f"openai/{CACHED_MODEL}", messages=messages)  # type: ignore[arg-type]
+    first = openai_sdk.chat.completions.with_raw_response.create(
+        model=f"openai/{CACHED_MODEL}", messages=messages
+    )  # type: ignore[arg-type]
+    second = openai_sdk.chat.completions.with_raw_response.create(
+        model=f"openai/{CACHED_MODEL}", messages=messages
+    )  # type: ignore[arg-type]
     assert (first.headers["x-switchboard-cache"], second.headers["x-switchboard-cache"]) == ("miss", "hit")
     [miss] = records(user, first.headers["x-request-id"])
     [hit] = records(user, second.headers["x-request-id"])
@@ -76,14 +80,14 @@ def test_a_hit_is_free_where_the_miss_was_priced(
 
 
 def test_a_stream_is_replayed_as_a_stream_with_the_usage_chunk_only_when_asked(
-    sdk: openai.OpenAI, fake_provider: FakeProvider
+    openai_sdk: openai.OpenAI, fake_provider: FakeProvider
 ) -> None:
     model = unique_model("cache")
     fake_provider.script(model, reply="one two three", prompt_tokens=9, completion_tokens=3)
     messages = prompt()
 
     def streamed(include_usage: bool) -> tuple[str, list[Any], str]:
-        with sdk.chat.completions.with_streaming_response.create(
+        with openai_sdk.chat.completions.with_streaming_response.create(
             model=f"openai/{model}",
             messages=messages,  # type: ignore[arg-type]
             stream=True,
@@ -106,13 +110,13 @@ def test_a_stream_is_replayed_as_a_stream_with_the_usage_chunk_only_when_asked(
 
 
 def test_stream_user_and_metadata_are_not_in_the_key_but_the_answer_form_and_temperature_are(
-    sdk: openai.OpenAI, fake_provider: FakeProvider
+    openai_sdk: openai.OpenAI, fake_provider: FakeProvider
 ) -> None:
     model = unique_model("cache")
     messages = prompt()
 
     def call(**extra: Any) -> str:
-        raw = sdk.chat.completions.with_raw_response.create(
+        raw = openai_sdk.chat.completions.with_raw_response.create(
             model=f"openai/{model}",
             messages=messages,
             extra_headers=ASK,
@@ -128,15 +132,15 @@ def test_stream_user_and_metadata_are_not_in_the_key_but_the_answer_form_and_tem
 
 
 def test_the_catalog_alias_turns_caching_on_and_no_store_turns_it_off(
-    sdk: openai.OpenAI, fake_provider: FakeProvider
+    openai_sdk: openai.OpenAI, fake_provider: FakeProvider
 ) -> None:
     messages = prompt()
     by_alias = [
-        sdk.chat.completions.with_raw_response.create(model=CACHED_ALIAS, messages=messages)  # type: ignore[arg-type]
+        openai_sdk.chat.completions.with_raw_response.create(model=CACHED_ALIAS, messages=messages)  # type: ignore[arg-type]
         for _ in range(2)
     ]
     assert [r.headers["x-switchboard-cache"] for r in by_alias] == ["miss", "hit"]
-    refused = sdk.chat.completions.with_raw_response.create(
+    refused = openai_sdk.chat.completions.with_raw_response.create(
         model=CACHED_ALIAS,
         messages=messages,  # type: ignore[arg-type]
         extra_headers={"x-switchboard-cache": "no-store"},
@@ -146,11 +150,11 @@ def test_the_catalog_alias_turns_caching_on_and_no_store_turns_it_off(
 
 
 def test_a_call_the_cache_does_not_apply_to_says_nothing_and_always_reaches_the_provider(
-    gateway: Gateway, sdk: openai.OpenAI, fake_provider: FakeProvider
+    gateway: Gateway, openai_sdk: openai.OpenAI, fake_provider: FakeProvider
 ) -> None:
     messages = prompt()
     answers = [
-        sdk.chat.completions.with_raw_response.create(model=f"openai/{PLAIN_MODEL}", messages=messages)  # type: ignore[arg-type]
+        openai_sdk.chat.completions.with_raw_response.create(model=f"openai/{PLAIN_MODEL}", messages=messages)  # type: ignore[arg-type]
         for _ in range(2)
     ]
     assert all("x-switchboard-cache" not in r.headers for r in answers)
@@ -159,11 +163,11 @@ def test_a_call_the_cache_does_not_apply_to_says_nothing_and_always_reaches_the_
 
 @pytest.mark.parametrize("value", ["ttl=0", "ttl=abc", "ttl=", "ttl=604801", "forever", "ttl=-5"])
 def test_a_malformed_cache_header_is_a_400_naming_it(
-    sdk: openai.OpenAI, fake_provider: FakeProvider, value: str
+    openai_sdk: openai.OpenAI, fake_provider: FakeProvider, value: str
 ) -> None:
     model = unique_model("cache")
     with pytest.raises(openai.BadRequestError) as raised:
-        sdk.chat.completions.create(
+        openai_sdk.chat.completions.create(
             model=f"openai/{model}",
             messages=prompt(),  # type: ignore[arg-type]
             extra_headers={"x-switchboard-cache": value},
@@ -174,14 +178,14 @@ def test_a_malformed_cache_header_is_a_400_naming_it(
     assert fake_provider.received(model) == []
 
 
-def test_a_provider_error_is_not_stored(sdk: openai.OpenAI, fake_provider: FakeProvider) -> None:
+def test_a_provider_error_is_not_stored(openai_sdk: openai.OpenAI, fake_provider: FakeProvider) -> None:
     model = unique_model("cache")
     messages = prompt()
     fake_provider.enqueue(model, fail="server_error")
     with pytest.raises(openai.APIStatusError):
-        sdk.chat.completions.create(model=f"openai/{model}", messages=messages, extra_headers=ASK)  # type: ignore[arg-type]
+        openai_sdk.chat.completions.create(model=f"openai/{model}", messages=messages, extra_headers=ASK)  # type: ignore[arg-type]
     fake_provider.script(model, reply="Now fine.")
-    after = sdk.chat.completions.with_raw_response.create(
+    after = openai_sdk.chat.completions.with_raw_response.create(
         model=f"openai/{model}",
         messages=messages,
         extra_headers=ASK,  # type: ignore[arg-type]
@@ -190,13 +194,15 @@ def test_a_provider_error_is_not_stored(sdk: openai.OpenAI, fake_provider: FakeP
     assert after.parse().choices[0].message.content == "Now fine."
 
 
-def test_a_stream_broken_mid_way_is_not_stored(sdk: openai.OpenAI, fake_provider: FakeProvider) -> None:
+def test_a_stream_broken_mid_way_is_not_stored(
+    openai_sdk: openai.OpenAI, fake_provider: FakeProvider
+) -> None:
     model = unique_model("cache")
     messages = prompt()
     fake_provider.enqueue(model, reply="a b c d e f", break_after=2)
     with (
         pytest.raises(openai.APIError),
-        sdk.chat.completions.with_streaming_response.create(
+        openai_sdk.chat.completions.with_streaming_response.create(
             model=f"openai/{model}",
             messages=messages,  # type: ignore[arg-type]
             stream=True,
@@ -204,7 +210,7 @@ def test_a_stream_broken_mid_way_is_not_stored(sdk: openai.OpenAI, fake_provider
         ) as response,
     ):
         list(response.parse())
-    again = sdk.chat.completions.with_raw_response.create(
+    again = openai_sdk.chat.completions.with_raw_response.create(
         model=f"openai/{model}",
         messages=messages,
         stream=True,

@@ -14,12 +14,9 @@ from tests.fakes.provider import FakeProvider
 from tests.limits.conftest import create_limit
 from tests.llm.conftest import unique_model
 from tests.support.databases import DatabaseFactory
-from tests.support.gateway import Gateway, User
+from tests.support.gateway import Gateway
 from tests.support.gateway import test_encryption_keys as encryption_keys
-
-
-def sdk_of(gateway: Gateway, user: User) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+from tests.support.sdks import openai_client
 
 
 def ask(sdk: openai.OpenAI, model: str, messages: list[dict[str, str]]) -> str:
@@ -36,7 +33,7 @@ def test_a_hit_counts_against_a_requests_limit(gateway: Gateway, fake_provider: 
     admin = gateway.user(role="Admin")
     create_limit(admin.client, subject_type="user", subject_id=str(user.id), metric="requests", amount="2")
     model, messages = f"openai/{unique_model('limited')}", prompt()
-    with sdk_of(gateway, user) as sdk:
+    with openai_client(gateway, user) as sdk:
         assert [ask(sdk, model, messages), ask(sdk, model, messages)] == ["miss", "hit"]
         with pytest.raises(openai.RateLimitError):
             ask(sdk, model, messages)
@@ -46,7 +43,7 @@ def test_a_hit_is_served_when_the_cost_limit_is_spent(gateway: Gateway, fake_pro
     user = credentialed(gateway, fake_provider, "openai")
     admin = gateway.user(role="Admin")
     model, messages = f"openai/{CACHED_MODEL}", prompt()
-    with sdk_of(gateway, user) as sdk:
+    with openai_client(gateway, user) as sdk:
         assert ask(sdk, model, messages) == "miss"
         create_limit(
             admin.client,
@@ -81,7 +78,7 @@ def test_an_answer_stored_by_one_replica_is_a_hit_on_the_other(
     a, b = replicas
     user = credentialed(a, fake_provider, "openai")
     model, messages = unique_model("replica"), prompt()
-    with sdk_of(a, user) as on_a, sdk_of(b, user) as on_b:
+    with openai_client(a, user) as on_a, openai_client(b, user) as on_b:
         assert ask(on_a, f"openai/{model}", messages) == "miss"
         assert ask(on_b, f"openai/{model}", messages) == "hit"
         assert ask(on_a, f"openai/{model}", messages) == "hit"

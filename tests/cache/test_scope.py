@@ -11,14 +11,15 @@ from tests.fakes.provider import FakeProvider
 from tests.limits.conftest import join_room, new_room
 from tests.llm.conftest import add_credential, provider_base, unique_model
 from tests.support.gateway import Gateway, User
+from tests.support.sdks import openai_client
 
 
 def ask(
     gateway: Gateway, user: User, model: str, messages: list[dict[str, str]], room: str | None = None
 ) -> str:
     headers = {**ASK, **({"x-working-group-id": room} if room else {})}
-    with openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20) as sdk:
-        raw = sdk.chat.completions.with_raw_response.create(
+    with openai_client(gateway, user) as openai_sdk:
+        raw = openai_sdk.chat.completions.with_raw_response.create(
             model=f"openai/{model}",
             messages=messages,  # type: ignore[arg-type]
             extra_headers=headers,

@@ -17,12 +17,13 @@ from tests.fakes.provider import FakeProvider
 from tests.llm.conftest import unique_model
 from tests.observability.samples import Samples, parse
 from tests.support.gateway import Gateway
+from tests.support.sdks import openai_client
 
 LOOKUPS = "switchboard_cache_lookups_total"
 
 
-def ask(sdk: openai.OpenAI, model: str, messages: list[dict[str, str]], ttl: str = "ttl=60") -> str:
-    raw = sdk.chat.completions.with_raw_response.create(
+def ask(openai_sdk: openai.OpenAI, model: str, messages: list[dict[str, str]], ttl: str = "ttl=60") -> str:
+    raw = openai_sdk.chat.completions.with_raw_response.create(
         model=f"openai/{model}",
         messages=messages,  # type: ignore[arg-type]
         extra_headers={"x-switchboard-cache": ttl},
@@ -37,36 +38,36 @@ def newest_key(gateway: Gateway, since: float) -> bytes:
 
 
 def test_an_entry_is_kept_for_its_ttl_and_an_expired_one_is_a_miss(
-    gateway: Gateway, sdk: openai.OpenAI, fake_provider: FakeProvider
+    gateway: Gateway, openai_sdk: openai.OpenAI, fake_provider: FakeProvider
 ) -> None:
     model, messages = unique_model("ttl"), prompt()
     started = time.time()
-    assert ask(sdk, model, messages, "ttl=90") == "miss"
+    assert ask(openai_sdk, model, messages, "ttl=90") == "miss"
     key = newest_key(gateway, started)
     [row] = [r for r in rows(gateway) if r.key == key]
     assert row.expires_at - row.created_at == timedelta(seconds=90)
-    assert ask(sdk, model, messages) == "hit"
+    assert ask(openai_sdk, model, messages) == "hit"
     set_expiry(gateway, row.key, utcnow() - timedelta(seconds=1))  # as the clock will see it in 90 s
-    assert ask(sdk, model, messages) == "miss"
+    assert ask(openai_sdk, model, messages) == "miss"
     assert len(fake_provider.received(model)) == 2
     assert all(r.expires_at > utcnow() for r in rows(gateway) if r.key == row.key)  # stored anew
 
 
 def test_answers_are_sealed_and_bound_to_their_key(
-    gateway: Gateway, sdk: openai.OpenAI, fake_provider: FakeProvider
+    gateway: Gateway, openai_sdk: openai.OpenAI, fake_provider: FakeProvider
 ) -> None:
     model = unique_model("sealed")
     secret_text = f"answer-{model}-in-plain-text"
     fake_provider.script(model, reply=secret_text)
     first, second = prompt(), prompt()
     started = time.time()
-    assert ask(sdk, model, first) == "miss"
+    assert ask(openai_sdk, model, first) == "miss"
     key_one = newest_key(gateway, started)
-    assert ask(sdk, model, second) == "miss"
+    assert ask(openai_sdk, model, second) == "miss"
     key_two = newest_key(gateway, started)
     stored = {r.key: r.sealed for r in rows(gateway)}
     assert secret_text.encode() not in stored[key_one]
-    assert ask(sdk, model, first) == "hit"
+    assert ask(openai_sdk, model, first) == "hit"
 
     async def move() -> None:
         from sqlalchemy import update
@@ -79,7 +80,7 @@ def test_answers_are_sealed_and_bound_to_their_key(
             )
 
     gateway.server.call_soon(move())
-    assert ask(sdk, model, second) == "miss"  # another key's answer does not open under this one
+    assert ask(openai_sdk, model, second) == "miss"  # another key's answer does not open under this one
 
 
 def scrape(gateway: Gateway) -> Samples:
@@ -88,12 +89,12 @@ def scrape(gateway: Gateway) -> Samples:
     return parse(response.text)
 
 
-def test_metrics_count_hits_and_misses(gateway: Gateway, sdk: openai.OpenAI) -> None:
+def test_metrics_count_hits_and_misses(gateway: Gateway, openai_sdk: openai.OpenAI) -> None:
     model, messages = unique_model("metrics"), prompt()
     before = scrape(gateway)
-    ask(sdk, model, messages)
-    ask(sdk, model, messages)
-    ask(sdk, model, messages)
+    ask(openai_sdk, model, messages)
+    ask(openai_sdk, model, messages)
+    ask(openai_sdk, model, messages)
     moved = scrape(gateway).minus(before)
     assert moved.value(LOOKUPS, result="miss") == 1
     assert moved.value(LOOKUPS, result="hit") == 2
@@ -114,11 +115,11 @@ def test_past_the_size_bound_the_oldest_entries_are_evicted(
     fake_provider.script(model, reply="x" * 4000)
     user = credentialed(small, fake_provider, "openai")
     q1, q2, q3 = prompt(), prompt(), prompt()
-    with openai.OpenAI(base_url=f"{small.url}/v1", api_key=user.token, max_retries=0, timeout=20) as sdk:
-        assert [ask(sdk, model, q) for q in (q1, q2, q3)] == ["miss", "miss", "miss"]
+    with openai_client(small, user) as openai_sdk:
+        assert [ask(openai_sdk, model, q) for q in (q1, q2, q3)] == ["miss", "miss", "miss"]
         assert sum(r.size for r in rows(small)) <= 10 * 1024
         assert len(rows(small)) == 2
-        assert ask(sdk, model, q3) == "hit"
-        assert ask(sdk, model, q2) == "hit"
-        assert ask(sdk, model, q1) == "miss"  # the oldest went first
+        assert ask(openai_sdk, model, q3) == "hit"
+        assert ask(openai_sdk, model, q2) == "hit"
+        assert ask(openai_sdk, model, q1) == "miss"  # the oldest went first
     assert len(fake_provider.received(model)) == 4

@@ -14,13 +14,13 @@ from tests.llm.conftest import unique_model
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])
 def test_a_message_is_a_hit_the_second_time(
-    kind: str, claude: anthropic.Anthropic, fake_provider: FakeProvider
+    kind: str, anthropic_sdk: anthropic.Anthropic, fake_provider: FakeProvider
 ) -> None:
     model = unique_model("cache-msg")
     fake_provider.script(model, reply="Bonjour.", prompt_tokens=21, completion_tokens=3)
     messages = prompt()
     answers = [
-        claude.messages.with_raw_response.create(
+        anthropic_sdk.messages.with_raw_response.create(
             model=f"{kind}/{model}",
             max_tokens=64,
             messages=messages,  # type: ignore[arg-type]
@@ -37,14 +37,14 @@ def test_a_message_is_a_hit_the_second_time(
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])
 def test_a_message_stream_replays_in_anthropics_events(
-    kind: str, claude: anthropic.Anthropic, fake_provider: FakeProvider
+    kind: str, anthropic_sdk: anthropic.Anthropic, fake_provider: FakeProvider
 ) -> None:
     model = unique_model("cache-msg")
     fake_provider.script(model, reply="one two three", prompt_tokens=8, completion_tokens=3)
     messages = prompt()
 
     def streamed() -> tuple[str, list[str], str, int]:
-        with claude.messages.stream(
+        with anthropic_sdk.messages.stream(
             model=f"{kind}/{model}",
             max_tokens=64,
             messages=messages,  # type: ignore[arg-type]
@@ -66,13 +66,15 @@ def test_a_message_stream_replays_in_anthropics_events(
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 def test_a_response_is_a_hit_the_second_time(
-    kind: str, sdk: openai.OpenAI, fake_provider: FakeProvider
+    kind: str, openai_sdk: openai.OpenAI, fake_provider: FakeProvider
 ) -> None:
     model = unique_model("cache-resp")
     fake_provider.script(model, reply="Salut.", prompt_tokens=12, completion_tokens=2)
     question = prompt()[0]["content"]
     answers = [
-        sdk.responses.with_raw_response.create(model=f"{kind}/{model}", input=question, extra_headers=ASK)
+        openai_sdk.responses.with_raw_response.create(
+            model=f"{kind}/{model}", input=question, extra_headers=ASK
+        )
         for _ in range(2)
     ]
     assert [a.headers["x-switchboard-cache"] for a in answers] == ["miss", "hit"]
@@ -83,14 +85,14 @@ def test_a_response_is_a_hit_the_second_time(
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 def test_a_response_stream_replays_in_the_responses_events(
-    kind: str, sdk: openai.OpenAI, fake_provider: FakeProvider
+    kind: str, openai_sdk: openai.OpenAI, fake_provider: FakeProvider
 ) -> None:
     model = unique_model("cache-resp")
     fake_provider.script(model, reply="alpha beta", prompt_tokens=6, completion_tokens=2)
     question = prompt()[0]["content"]
 
     def streamed() -> tuple[str, list[str], str]:
-        with sdk.responses.with_streaming_response.create(
+        with openai_sdk.responses.with_streaming_response.create(
             model=f"{kind}/{model}", input=question, stream=True, extra_headers=ASK
         ) as response:
             state = response.headers["x-switchboard-cache"]
@@ -106,17 +108,17 @@ def test_a_response_stream_replays_in_the_responses_events(
 
 
 def test_the_same_question_on_another_surface_is_another_key(
-    sdk: openai.OpenAI, claude: anthropic.Anthropic, fake_provider: FakeProvider
+    openai_sdk: openai.OpenAI, anthropic_sdk: anthropic.Anthropic, fake_provider: FakeProvider
 ) -> None:
     model = unique_model("cache-surface")
     messages = prompt()
-    chat = sdk.chat.completions.with_raw_response.create(
+    chat = openai_sdk.chat.completions.with_raw_response.create(
         model=f"openai/{model}",
         messages=messages,  # type: ignore[arg-type]
         max_tokens=64,
         extra_headers=ASK,
     )
-    message = claude.messages.with_raw_response.create(
+    message = anthropic_sdk.messages.with_raw_response.create(
         model=f"openai/{model}",
         max_tokens=64,
         messages=messages,  # type: ignore[arg-type]
@@ -127,11 +129,11 @@ def test_the_same_question_on_another_surface_is_another_key(
 
 
 def test_a_malformed_cache_header_on_messages_is_anthropics_400(
-    claude: anthropic.Anthropic, fake_provider: FakeProvider
+    anthropic_sdk: anthropic.Anthropic, fake_provider: FakeProvider
 ) -> None:
     model = unique_model("cache-msg")
     with pytest.raises(anthropic.BadRequestError) as raised:
-        claude.messages.create(
+        anthropic_sdk.messages.create(
             model=f"anthropic/{model}",
             max_tokens=64,
             messages=prompt(),  # type: ignore[arg-type]

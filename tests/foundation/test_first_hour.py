@@ -70,6 +70,7 @@ def _one_clear_line(done: subprocess.CompletedProcess[str], *needles: str) -> st
     return err
 
 
+@pytest.mark.xdist_group("first-hour-bad-database-urls")  # a dozen processes: the other worker's share
 @pytest.mark.parametrize("url", BAD_DATABASE_URLS)
 @pytest.mark.parametrize(
     "verb", [["serve", "--port", "0"], ["db", "upgrade"], ["usage", "export", "--economy", "default"]]

@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.gateway import Gateway, User
 from tests.support.recorder import RECORDER
+from tests.support.sdks import openai_client
 
 
 @dataclass
@@ -73,7 +74,7 @@ def make_caller(
     ids: dict[str, str] = {}
     for provider in providers:
         keys[provider], ids[provider] = add_credential(user, provider, provider_base(fake_provider, provider))
-    sdk = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    sdk = openai_client(gateway, user)
     return Caller(user=user, keys=keys, credential_ids=ids, sdk=sdk)
 
 

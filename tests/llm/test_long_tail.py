@@ -16,6 +16,7 @@ from tests.conftest import GatewayFactory, default_test_config
 from tests.fakes.provider import FakeProvider
 from tests.support.gateway import Gateway, User
 from tests.support.recorder import RECORDER
+from tests.support.sdks import openai_client
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 AZURE_VERSION = "2024-10-21"
@@ -38,7 +39,7 @@ def gateway(make_gateway: GatewayFactory, fake_provider: FakeProvider) -> Iterat
 
 
 def sdk(gateway: Gateway, user: User) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    return openai_client(gateway, user)
 
 
 def azure_secret() -> dict[str, str]:

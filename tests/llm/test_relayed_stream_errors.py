@@ -21,6 +21,7 @@ from tests.llm.conftest import (
     unique_model,
 )
 from tests.support.gateway import Gateway, User
+from tests.support.sdks import anthropic_client, openai_client
 
 HI = [{"role": "user", "content": "hi"}]
 OVERLOADED = "The server had an error while processing your request. Sorry about that!"
@@ -37,7 +38,7 @@ def user(gateway: Gateway, fake_provider: FakeProvider) -> User:
 
 
 def sdk(gateway: Gateway, user: User) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    return openai_client(gateway, user)
 
 
 def chat_chunks(model: str, reply: str) -> list[bytes]:
@@ -136,7 +137,7 @@ def test_a_failure_in_the_same_read_as_the_usage_before_it_keeps_the_providers_c
     fake_provider.script(relayed, answer_events=[one_read])
     fake_provider.script(adapted, answer_events=[one_read])
 
-    messages = anthropic.Anthropic(base_url=gateway.url, api_key=user.token, max_retries=0, timeout=20)
+    messages = anthropic_client(gateway, user)
     texts: list[str] = []
     with (
         pytest.raises(anthropic.APIStatusError),

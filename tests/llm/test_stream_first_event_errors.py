@@ -21,6 +21,7 @@ from tests.llm.conftest import (
     unique_model,
 )
 from tests.support.gateway import Gateway, User
+from tests.support.sdks import anthropic_client, openai_client
 
 HI = [{"role": "user", "content": "hi"}]
 SPARE_REPLY = "From the spare."
@@ -45,11 +46,11 @@ def user(gateway: Gateway, fake_provider: FakeProvider) -> User:
 
 
 def openai_sdk(gateway: Gateway, user: User) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    return openai_client(gateway, user)
 
 
 def anthropic_sdk(gateway: Gateway, user: User) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=gateway.url, api_key=user.token, max_retries=0, timeout=20)
+    return anthropic_client(gateway, user)
 
 
 def check_moved_on(user: User, broken: str, spare: str, endpoint: str) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -54,20 +53,6 @@ def user(gateway: Gateway, fake_provider: Any) -> User:
     for kind in ("openai", "anthropic", "gemini"):
         add_credential(made, kind, provider_base(fake_provider, kind))
     return made
-
-
-@pytest.fixture
-def openai_sdk(gateway: Gateway, user: User) -> Iterator[openai.OpenAI]:
-    sdk = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
-    yield sdk
-    sdk.close()
-
-
-@pytest.fixture
-def anthropic_sdk(gateway: Gateway, user: User) -> Iterator[anthropic.Anthropic]:
-    sdk = anthropic.Anthropic(base_url=gateway.url, api_key=user.token, max_retries=0, timeout=20)
-    yield sdk
-    sdk.close()
 
 
 def record_of(user: User, request_id: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from tests.observability.samples import Samples, parse
 from tests.routing.conftest import Caller, key, routing_config
 from tests.support.gateway import Gateway
 from tests.support.recorder import RECORDER
+from tests.support.sdks import openai_client
 
 METRICS_TOKEN = RECORDER.remember_secret(f"metrics-{uuid.uuid4().hex}")
 DEFAULT_ECONOMY = str(uuid.uuid5(uuid.NAMESPACE_URL, "switchboard:economy:default"))
@@ -39,7 +40,7 @@ def metered(make_gateway: GatewayFactory, fake_provider: Any) -> Gateway:
 @pytest.fixture
 def caller(metered: Gateway, fake_provider: Any) -> Caller:
     user = metered.user()
-    sdk = openai.OpenAI(base_url=f"{metered.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    sdk = openai_client(metered, user)
     made = Caller(user=user, sdk=sdk, fake_provider=fake_provider)
     made.add_key("openai", key())
     return made
@@ -223,10 +224,9 @@ def test_only_listed_or_answered_models_earn_a_label_so_made_up_names_fill_no_ca
 def test_a_fallback_counts_the_attempt_moved_on_from_and_its_upstream_error(
     metered: Gateway, fake_provider: Any
 ) -> None:
-    import openai
 
     user = metered.user()
-    sdk = openai.OpenAI(base_url=f"{metered.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    sdk = openai_client(metered, user)
     caller = Caller(user=user, sdk=sdk, fake_provider=fake_provider)
     caller.add_key("openai", key("down"))
     caller.add_key("anthropic", key())

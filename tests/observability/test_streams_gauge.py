@@ -4,9 +4,9 @@ mix by a stream held open that must read 1."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
+import signal
 import socket
 import time
 import uuid
@@ -54,7 +54,14 @@ class Served:
         return User(id=sub, role=role, token=token, client=client)
 
 
-@pytest.fixture(scope="module", params=["in-process", "switchboard serve"])
+@pytest.fixture(
+    scope="module",
+    # Each its own xdist group, so that both workers share the file's gateways.
+    params=[
+        pytest.param("in-process", marks=pytest.mark.xdist_group("streams-gauge-in-process")),
+        pytest.param("switchboard serve", marks=pytest.mark.xdist_group("streams-gauge-served")),
+    ],
+)
 def gauged(
     request: pytest.FixtureRequest,
     make_gateway: GatewayFactory,
@@ -275,23 +282,6 @@ def test_after_every_ending_at_once_an_open_stream_reads_1(
         settles_at(gauged, 0, "the held stream's end")
 
 
-def _served_env(directory: Any, database_url: str, fake_provider: Any, **extra: str) -> dict[str, str]:
-    config = support.write_config(directory, default_test_config(fake_provider.base_url))
-    return {
-        **{k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")},
-        "SWITCHBOARD_ENV": "development",
-        "SWITCHBOARD_DATA_DIR": str(directory / "data"),
-        "SWITCHBOARD_DATABASE_URL": database_url,
-        "SWITCHBOARD_JWT_SECRET": support.TEST_JWT_SECRET,
-        "SWITCHBOARD_ENCRYPTION_KEYS": support.test_encryption_keys("k1"),
-        "SWITCHBOARD_CONFIG": str(config),
-        "SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "true",
-        "SWITCHBOARD_LOG_LEVEL": "WARNING",
-        "SWITCHBOARD_METRICS_TOKEN": METRICS_TOKEN,
-        **extra,
-    }
-
-
 def test_a_multiproc_dir_set_by_the_operator_holding_an_earlier_servers_files_does_not_move_the_gauge(
     databases: DatabaseFactory, fake_provider: Any, tmp_path: Any
 ) -> None:
@@ -300,8 +290,12 @@ def test_a_multiproc_dir_set_by_the_operator_holding_an_earlier_servers_files_do
     the new server's gauge counts its own streams only."""
     kept = tmp_path / "prometheus"
     kept.mkdir()
-    env = _served_env(
-        tmp_path, asyncio.run(databases.create()), fake_provider, PROMETHEUS_MULTIPROC_DIR=str(kept)
+    env = served_env(
+        databases,
+        tmp_path,
+        default_test_config(fake_provider.base_url),
+        SWITCHBOARD_METRICS_TOKEN=METRICS_TOKEN,
+        PROMETHEUS_MULTIPROC_DIR=str(kept),
     )
     tokens = TokenFactory(TokenCodec(support.TEST_JWT_SECRET, support.TEST_AUDIENCE))
     for workers in ("1", "2"):
@@ -311,7 +305,8 @@ def test_a_multiproc_dir_set_by_the_operator_holding_an_earlier_servers_files_do
             add_credential(user, "openai", provider_base(fake_provider, "openai"))
             with open_stream(served, user, fake_provider, "openai"):
                 settles_at(served, 1, "a stream opened")
-                first.kill()  # killed with the stream open, as an OOM kill or a node loss does
+                # Killed with the stream open, every process of it, as a node loss does.
+                os.killpg(first.pid, signal.SIGKILL)
                 first.wait(30)
         with gateway_process(env, tmp_path / "second.log", "--workers", workers) as (_, url):
             served = Served(url, tokens)
@@ -345,8 +340,13 @@ def test_two_containers_sharing_an_operator_set_multiproc_dir_do_not_zero_each_o
     item 6's report: 0 with a stream open, after a mix of calls)."""
     kept = tmp_path / "prometheus"
     kept.mkdir()
-    database_url = asyncio.run(databases.create())
-    env = _served_env(tmp_path, database_url, fake_provider, PROMETHEUS_MULTIPROC_DIR=str(kept))
+    env = served_env(  # one database for both, as two containers of one deployment share theirs
+        databases,
+        tmp_path,
+        default_test_config(fake_provider.base_url),
+        SWITCHBOARD_METRICS_TOKEN=METRICS_TOKEN,
+        PROMETHEUS_MULTIPROC_DIR=str(kept),
+    )
     tokens = TokenFactory(TokenCodec(support.TEST_JWT_SECRET, support.TEST_AUDIENCE))
     with (
         _pid_one_server(env, tmp_path / "a.log") as url_a,

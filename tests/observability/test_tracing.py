@@ -24,6 +24,7 @@ from tests.observability.otlp_receiver import CLIENT, ERROR, SERVER, OtlpReceive
 from tests.routing.conftest import Caller, key, routing_config
 from tests.support.databases import DatabaseFactory
 from tests.support.gateway import Gateway, build_settings, start_gateway, write_config
+from tests.support.sdks import openai_client
 from tests.support.servers import ServerThread
 
 PROMPT_MARKER = "prompt-text-must-never-be-traced"
@@ -59,7 +60,7 @@ def traced(
 
 def _caller(gateway: Gateway, fake_provider: Any, *keys: tuple[str, str]) -> Caller:
     user = gateway.user()
-    sdk = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    sdk = openai_client(gateway, user)
     caller = Caller(user=user, sdk=sdk, fake_provider=fake_provider)
     for provider, secret in keys:
         caller.add_key(provider, secret)

@@ -17,6 +17,7 @@ from tests.conftest import GatewayFactory, default_test_config
 from tests.llm.conftest import provider_base
 from tests.support.gateway import Gateway, User
 from tests.support.recorder import RECORDER
+from tests.support.sdks import openai_client
 
 # A model that gives up on a silent provider quickly and never retries it.
 QUICK = "gpt-quick"
@@ -99,6 +100,6 @@ class Caller:
 @pytest.fixture
 def caller(routing_gateway: Gateway, fake_provider: Any) -> Iterator[Caller]:
     user = routing_gateway.user()
-    sdk = openai.OpenAI(base_url=f"{routing_gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    sdk = openai_client(routing_gateway, user)
     yield Caller(user=user, sdk=sdk, fake_provider=fake_provider)
     sdk.close()

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 
 from tests.conftest import GatewayFactory
 from tests.routing.conftest import Caller, key, routing_config
 from tests.support.gateway import Gateway
+from tests.support.sdks import openai_client
 from tests.upstream.raw_server import ThreadedRawProvider, answer, certificates
 
 COMPLETION = (
@@ -46,7 +46,7 @@ def test_a_connect_reset_then_a_success_is_one_attempt(
 ) -> None:
     provider, _ = tls_provider
     user = trusting_gateway.user()
-    sdk = openai.OpenAI(base_url=f"{trusting_gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    sdk = openai_client(trusting_gateway, user)
     caller = Caller(user=user, sdk=sdk, fake_provider=fake_provider)
     try:
         caller.add_key("openai", key(), base_url=f"https://localhost:{provider.port}/v1")

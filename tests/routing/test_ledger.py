@@ -11,6 +11,7 @@ import pytest
 
 from tests.routing.conftest import Caller, key
 from tests.support.gateway import Gateway
+from tests.support.sdks import openai_client
 
 
 def test_an_idempotent_replay_returns_the_final_answer_without_another_attempt(
@@ -104,7 +105,7 @@ def _held(raw: Any, amount: int) -> int:
 
 def _new_caller(routing_gateway: Gateway, fake_provider: Any) -> Caller:
     user = routing_gateway.user()
-    sdk = openai.OpenAI(base_url=f"{routing_gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    sdk = openai_client(routing_gateway, user)
     return Caller(user=user, sdk=sdk, fake_provider=fake_provider)
 
 

@@ -56,7 +56,8 @@ def _serve_two_workers(
 def test_a_key_streaming_on_one_worker_is_busy_for_every_worker(
     tmp_path: Path, databases: DatabaseFactory, fake_provider: Any
 ) -> None:
-    process, port = _serve_two_workers(tmp_path, asyncio.run(databases.create()), fake_provider.base_url)
+    database_url = asyncio.run(databases.create(migrated=True))
+    process, port = _serve_two_workers(tmp_path, database_url, fake_provider.base_url)
     try:
         token = TokenCodec(TEST_JWT_SECRET, TEST_AUDIENCE).mint(sub=uuid.uuid4(), role="User")
         base, auth = f"http://127.0.0.1:{port}", {"authorization": f"Bearer {token}"}

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +32,14 @@ def free_port() -> int:
 def served_env(
     databases: DatabaseFactory, directory: Path, config: dict[str, Any], **settings: str
 ) -> dict[str, str]:
-    """The environment of a served gateway on a new database, with `config` written to `directory`
-    and its data there too; `settings` add or override `SWITCHBOARD_*` variables. None of this
-    process's own `SWITCHBOARD_*` variables (the test run's) reach it."""
+    """The environment of a served gateway on a new, migrated database, with `config` written to
+    `directory` and its data there too; `settings` add or override `SWITCHBOARD_*` variables. None of
+    this process's own `SWITCHBOARD_*` variables (the test run's) reach it."""
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")},
         "SWITCHBOARD_ENV": "development",
         "SWITCHBOARD_DATA_DIR": str(directory / "data"),
-        "SWITCHBOARD_DATABASE_URL": asyncio.run(databases.create()),
+        "SWITCHBOARD_DATABASE_URL": asyncio.run(databases.create(migrated=True)),
         "SWITCHBOARD_JWT_SECRET": support.TEST_JWT_SECRET,
         "SWITCHBOARD_ENCRYPTION_KEYS": support.test_encryption_keys("k1"),
         "SWITCHBOARD_CONFIG": str(support.write_config(directory, config)),
@@ -53,7 +54,7 @@ def gateway_process(
     env: dict[str, str], log: Path, *serve_args: str, wrapper: Sequence[str] = ()
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`switchboard serve` on a free port (with `serve_args`, run under `wrapper` if given), once it
-    answers /health."""
+    answers /health; in a session of its own, whose every process (its workers too) ends with it."""
     port = free_port()
     with log.open("ab") as out:
         process = subprocess.Popen(
@@ -61,6 +62,7 @@ def gateway_process(
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -76,6 +78,7 @@ def gateway_process(
             time.sleep(0.1)
         yield process, url
     finally:
-        if process.poll() is None:
-            process.kill()
+        # The whole group: a server killed by a test leaves its workers behind, serving on for good.
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=30)

@@ -18,6 +18,7 @@ from tests.fakes import anthropic_wire
 from tests.fakes.provider import FakeProvider
 from tests.llm.conftest import add_credential, provider_base, records_of_model, unique_model
 from tests.support.gateway import Gateway, User
+from tests.support.sdks import anthropic_client
 
 KINDS = ("anthropic", "openai", "gemini", "mistral")
 HI = [{"role": "user", "content": "hi"}]
@@ -53,7 +54,7 @@ def user(gateway: Gateway, fake_provider: FakeProvider) -> User:
 @pytest.fixture
 def client(gateway: Gateway, user: User) -> Iterator[anthropic.Anthropic]:
     # The gateway token in x-api-key, as Claude Code and the SDK send an Anthropic key.
-    sdk = anthropic.Anthropic(base_url=gateway.url, api_key=user.token, max_retries=0, timeout=20)
+    sdk = anthropic_client(gateway, user)
     yield sdk
     sdk.close()
 

@@ -18,6 +18,7 @@ from tests.llm.conftest import (
     unique_model,
 )
 from tests.support.gateway import Gateway, User
+from tests.support.sdks import anthropic_client, openai_client
 
 HI = [{"role": "user", "content": "hi"}]
 OVERLOADED = error_event("overloaded_error", "Overloaded")
@@ -45,7 +46,7 @@ def test_an_error_event_in_a_relayed_stream_reaches_the_client_once_and_is_recor
     script_broken_stream(fake_provider, relayed)
     script_broken_stream(fake_provider, adapted)
 
-    sdk = anthropic.Anthropic(base_url=gateway.url, api_key=user.token, max_retries=0, timeout=20)
+    sdk = anthropic_client(gateway, user)
     texts: list[str] = []
     with (
         pytest.raises(anthropic.APIStatusError) as raised,
@@ -67,7 +68,7 @@ def test_an_error_event_in_a_relayed_stream_reaches_the_client_once_and_is_recor
     assert b"message_stop" not in raw
 
     # The same event through the gateway's Anthropic adapter (an OpenAI chat stream of the call).
-    chat = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    chat = openai_client(gateway, user)
     with pytest.raises(openai.APIError):
         list(chat.chat.completions.create(model=f"anthropic/{adapted}", messages=HI, stream=True))  # type: ignore[arg-type]
     chat.close()

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import openai
 import pytest
 
 from tests.conftest import GatewayFactory, default_test_config
@@ -20,6 +19,7 @@ from tests.llm.conftest import (
     unique_model,
 )
 from tests.support.gateway import Gateway, User
+from tests.support.sdks import openai_client
 
 COUNTED = Script(prompt_tokens=321, completion_tokens=2)
 
@@ -43,7 +43,7 @@ def started(model: str) -> list[bytes]:
 
 def run(gateway: Gateway, user: User, model: str) -> tuple[list[Any], bytes]:
     """The events the openai SDK gives the client, and the stream's bytes."""
-    client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20)
+    client = openai_client(gateway, user)
     events = list(client.responses.create(model=f"openai/{model}", input="hi", stream=True))
     client.close()
     with httpx.stream(

@@ -1,0 +1,70 @@
+"""How `scripts/test` spreads the suite over its xdist workers (`--dist loadgroup`).
+
+Every test file is one group, as `--dist loadfile` made it, so that its module-scoped gateways start
+once, on one worker; a test marked `xdist_group(NAME)` goes with the other tests of that name instead
+(a long file split up so that both workers share it).
+
+Groups are handed out in the order they are collected, each to the first worker free. A long group
+handed out last sets the wall time of the whole run while the other worker idles, so the longest go
+first: those measured below, then the rest by their number of tests. The order changes when a test
+runs, never what it checks.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Seconds a group took on SQLite (2 workers, a loaded 2-core machine, 2026-11-28): the groups that
+# take far longer than their number of tests says. Any group may be missing: it is then costed by
+# its number of tests.
+MEASURED_SECONDS = {
+    "readme-examples-0": 40,
+    "readme-examples-1": 40,
+    "readme-examples-limits": 20,
+    "tests/settlement/test_recovery.py": 50,
+    "tests/console/test_console_flows.py": 45,
+    "tests/console/test_console_manage.py": 40,
+    "tests/limits/test_limits_cli.py": 40,
+    "tests/serving/test_supervisor.py": 33,
+    "tests/limits/test_upper_bound.py": 25,
+    "tests/observability/test_streams_gauge.py": 25,
+    "streams-gauge-in-process": 15,
+    "streams-gauge-served": 17,
+    "tests/routing/test_pools_workers.py": 22,
+    "tests/metering/test_rollups.py": 22,
+    "tests/foundation/test_first_start.py": 16,
+    "tests/foundation/test_first_hour.py": 50,
+    "first-hour-bad-database-urls": 45,
+    "tests/metering/test_crash.py": 14,
+    "tests/sso/test_console_sso.py": 14,
+    "tests/observability/test_workers.py": 12,
+    "tests/audit/test_origins.py": 12,
+    "tests/upstream/test_isolation.py": 11,
+    "tests/observability/test_access_log.py": 11,
+    "tests/serving/test_slow_bodies.py": 10,
+    "tests/metering/test_export_cli.py": 10,
+    "tests/console/test_console_audit.py": 10,
+}
+SECONDS_PER_TEST = 0.25  # the suite's median test, roughly
+
+
+def group_of(item: pytest.Item) -> str:
+    marker = item.get_closest_marker("xdist_group")
+    if marker is None:
+        return item.nodeid.split("::", 1)[0]
+    return str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
+
+
+def longest_groups_first(items: list[pytest.Item]) -> None:
+    """Gives every test its group (its file's, unless marked) and sorts `items`, in place, by group,
+    the longest first; a group's tests keep their order."""
+    groups: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group_of(item)))
+        groups.setdefault(group_of(item), []).append(item)
+
+    def cost(name: str) -> float:
+        return MEASURED_SECONDS.get(name, SECONDS_PER_TEST * len(groups[name]))
+
+    items[:] = [item for name in sorted(groups, key=cost, reverse=True) for item in groups[name]]
