@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import os
+import resource
 
 import orjson
 import pytest
@@ -134,6 +136,30 @@ async def test_connections_are_reused_across_calls(upstream: UpstreamClient, tar
     [(idle, busy)] = seen[:1]
     assert len(idle) == 1 and busy == 0
     assert all(other == (idle, 0) for other in seen)  # the very same connection every time
+
+
+async def test_connections_are_reused_in_a_process_past_a_thousand_open_files(
+    upstream: UpstreamClient, target: MakeTarget
+) -> None:
+    # select() cannot watch a descriptor numbered 1024 or more: a busy gateway's sockets are, and the
+    # check that a pooled connection is still open must not take each one for closed.
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert soft > 1200, "the test needs more than 1200 open files"
+    spare = [os.open(os.devnull, os.O_RDONLY)]
+    while spare[-1] < 1100:  # every lower number taken: the provider's sockets are numbered above
+        spare.append(os.open(os.devnull, os.O_RDONLY))
+    try:
+        reply = orjson.dumps(
+            {"id": "x", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+        )
+        raw = RawProvider(respond(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n", reply))
+        async with raw.running() as base:
+            for _ in range(3):
+                await upstream.chat(target("openai", "m", base_url=base), {"messages": MESSAGES})
+        assert len(raw.requests) == 3 and raw.connections == 1
+    finally:
+        for fd in spare:
+            os.close(fd)
 
 
 async def test_a_compressed_answer_is_relayed_decompressed_though_identity_was_asked(

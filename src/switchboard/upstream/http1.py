@@ -158,11 +158,14 @@ class Http1Connection(asyncio.Protocol):
         sock = self._transport.get_extra_info("socket") if self._transport is not None else None
         if sock is None:
             return False
+        # poll(), not select(): select() refuses a descriptor numbered 1024 or more, and a busy
+        # gateway's sockets are; every pooled connection would then be taken for closed.
+        poller = select.poll()
         try:
-            readable, _, _ = select.select([sock], [], [], 0)
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
         except (OSError, ValueError):
             return True
-        return bool(readable)
 
     @property
     def reusable(self) -> bool:
