@@ -100,21 +100,33 @@ async def test_idle_timeout_after_the_first_event_raises_from_the_iterator(
     assert await fake_provider.wait_disconnect(model) is not None
 
 
-async def test_a_slow_but_steady_stream_is_not_cut(
-    fast: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
-) -> None:
+async def test_a_slow_but_steady_stream_is_not_cut(fake_provider: FakeProvider, target: MakeTarget) -> None:
+    # Eight gaps of 0.25 s: the stream outlasts the first-byte timeout, while each gap stays far
+    # below the idle timeout (20 times), so a loaded machine's scheduling delays cannot cut it.
+    steady = UpstreamClient(Timeouts(connect=5.0, first_byte=1.5, idle=5.0))
     model = unique("gpt")
-    fake_provider.script(model, chunk_delay=FAST.idle / 2, reply="a b c d e f g h")  # longer than first_byte
-    events = [event async for event in fast.chat_stream(target("openai", model), BODY)]
+    fake_provider.script(model, chunk_delay=0.25, reply="a b c d e f g h")
+    try:
+        started = time.monotonic()
+        events = [event async for event in steady.chat_stream(target("openai", model), BODY)]
+    finally:
+        await steady.aclose()
     assert len(events) == 11  # role, 8 pieces, finish, usage
+    assert time.monotonic() - started > 1.5  # it did outlast the first-byte timeout
 
 
 async def test_a_server_holding_the_body_open_after_done_still_completes_the_stream(
-    fast: UpstreamClient, fake_provider: FakeProvider, target: MakeTarget
+    fake_provider: FakeProvider, target: MakeTarget
 ) -> None:
+    # A long idle timeout: a stream that waited for the body's end instead of ending at [DONE] would
+    # take all of it (or fail), far beyond the bound below whatever the machine's load.
+    patient = UpstreamClient(Timeouts(connect=5.0, first_byte=10.0, idle=30.0))
     model = unique("gpt")
     fake_provider.script(model, stall_after=1000)  # every event, [DONE] included, then silence
-    started = time.monotonic()
-    events = [event async for event in fast.chat_stream(target("openai", model), BODY)]
+    try:
+        started = time.monotonic()
+        events = [event async for event in patient.chat_stream(target("openai", model), BODY)]
+    finally:
+        await patient.aclose()
     assert len(events) == 8 and events[-1].is_usage_only
-    assert time.monotonic() - started < FAST.idle + 0.5
+    assert time.monotonic() - started < 15
