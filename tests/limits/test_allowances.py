@@ -1,8 +1,9 @@
-"""Per-process allowances (SPEC §13, limits/allowances.py): a busy process is granted slots (holds of
-one call's worst case, named `slot-<process>-<n>`) and admits calls against them in memory.
+"""Per-process allowances (SPEC §13, limits/allowances.py): a busy process is granted an allowance (a
+hold of some worst cases on each limit, named `slot-<process>-<n>`) and admits calls against it in
+memory; their settlements draw what they used from it.
 
 Real gateway processes on one database; the fake provider holds every admitted call until the test
-releases it, so what was admitted never depends on timing. The slots are read straight from the
+releases it, so what was admitted never depends on timing. The allowances are read straight from the
 `limit_holds` table: `reserved` counts them like any hold.
 """
 
@@ -74,12 +75,18 @@ def holds(database_url: str) -> list[tuple[str, str, int, Any]]:
         return thread.submit(asyncio.run, read()).result()
 
 
-def slot_rows(database_url: str, limit_id: str) -> list[tuple[str, int, Any]]:
-    return [
-        (name, amount, call)
-        for lid, name, amount, call in holds(database_url)
-        if lid == limit_id and name.startswith("slot-")
-    ]
+def allowance_rows(database_url: str, limit_id: str) -> dict[str, int]:
+    """A limit's allowances: name -> amount (not the rows of running calls' records)."""
+    return {
+        name: amount
+        for lid, name, amount, _ in holds(database_url)
+        if lid == limit_id and name.startswith("slot-") and "." not in name
+    }
+
+
+def recorded_calls(database_url: str) -> list[tuple[str, int, Any]]:
+    """The rows the upkeep left running calls' records on: (name, amount, record)."""
+    return [(name, amount, call) for _, name, amount, call in holds(database_url) if "." in name]
 
 
 def wait_for(condition: Any, what: str, seconds: float = 60) -> Any:
@@ -145,22 +152,21 @@ def per_call_holds(database_url: str, limit_id: str) -> int:
     )
 
 
-def steady(url: str, admin: str, database: str, limit_id: str) -> tuple[dict[str, Any], set[str]]:
-    """A limit's status and its slots' names, read while no grant changed them (the same status on
-    both sides of the read of the slots)."""
-    found: list[tuple[dict[str, Any], set[str]]] = []
+def steady(url: str, admin: str, database: str, limit_id: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """A limit's status and its allowances, read while no grant changed them (the same status on
+    both sides of the read of the allowances)."""
+    found: list[tuple[dict[str, Any], dict[str, int]]] = []
 
     def read() -> bool:
         status = limit_status(url, admin, limit_id)
-        names = {name for name, _, _ in slot_rows(database, limit_id)}
-        found[:] = [(status, names)]
+        found[:] = [(status, allowance_rows(database, limit_id))]
         return status == limit_status(url, admin, limit_id)
 
-    wait_for(read, "the slots never stopped changing")
+    wait_for(read, "the allowances never stopped changing")
     return found[0]
 
 
-def test_a_busy_process_is_granted_slots_its_calls_settle_under_and_returns_them_when_idle(
+def test_a_busy_process_is_granted_an_allowance_its_calls_draw_from_and_returns_it_when_idle(
     databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
 ) -> None:
     first, second = f"slots1-{uuid.uuid4().hex[:8]}", f"slots2-{uuid.uuid4().hex[:8]}"
@@ -169,52 +175,54 @@ def test_a_busy_process_is_granted_slots_its_calls_settle_under_and_returns_them
     user, admin = tokens()
     amount = 200 * HOLD
     config = limited_config(fake_provider, [first, second], amount)
-    # The default lease (30 s): slots that go back before it could run out went back by design.
+    # The default lease (30 s): an allowance that goes back before it could run out went back by design.
     with gateways(databases, tmp_path, config, 1, lease="30") as (_, [url], database):
         setup_caller(url, user, admin, fake_provider, None)
         ids = limit_ids(url, admin)
 
         async def run() -> None:
             wave1 = await start_held(url, user, first, 4, fake_provider)
-            # The fourth call in flight asks for slots, in the background: up to 64, and at most
-            # what is left over 8 (one process holds slots): (200 - the four calls' holds) / 8 = 24.
-            slots = wait_for(lambda: slot_rows(database, ids["cost"]), "no slots were granted")
-            assert len(slots) == (amount - 4 * HOLD) // (8 * HOLD) == 24
-            assert {held for _, held, _ in slots} == {HOLD}  # one call's worst case each
-            assert {held for _, held, _ in slot_rows(database, ids["requests"])} == {1}
-            assert len(slot_rows(database, ids["requests"])) == 24
+            # The fourth call in flight asks for an allowance, in the background: at most what is
+            # left over 8 (one process holds one): (200 - the four calls' holds) / 8 = 24 worst cases.
+            granted = wait_for(lambda: allowance_rows(database, ids["cost"]), "no allowance was granted")
+            assert list(granted.values()) == [(amount - 4 * HOLD) // (8 * HOLD) * HOLD] == [24 * HOLD]
+            assert list(allowance_rows(database, ids["requests"]).values()) == [24]  # one request a call
             assert per_call_holds(database, ids["cost"]) == 4
             assert int(limit_status(url, admin, ids["cost"])["reserved"]) == (4 + 24) * HOLD
 
-            # Six more calls take free slots: no hold of their own. (With fewer than 32 free, the
-            # process may be granted a few more: `reserved` is the four holds and the slots.)
+            # Six more calls are admitted on it: no hold of their own. (With room for fewer than 128
+            # calls, the process may be granted a few more: `reserved` is the four holds and the
+            # allowance.)
             wave2 = await start_held(url, user, second, 6, fake_provider)
             assert per_call_holds(database, ids["cost"]) == 4
-            status, names = steady(url, admin, database, ids["cost"])
-            assert int(status["reserved"]) == (4 + len(names)) * HOLD
+            status, before = steady(url, admin, database, ids["cost"])
+            assert int(status["reserved"]) == 4 * HOLD + sum(before.values())
             fake_provider.release(second)
             assert all(r.status_code == 200 for r in await asyncio.gather(*wave2))
-            # Each slot's settlement replaced its worst case by what the call cost, and ended it.
+            # Each settlement drew what its call cost from the allowance: its worst case is free again.
             wait_for(
                 lambda: limit_status(url, admin, ids["cost"])["used"] == str(6 * ACTUAL),
-                "the slots' calls were never settled",
+                "the allowance's calls were never settled",
             )
-            status, left = steady(url, admin, database, ids["cost"])
-            assert len(names - left) == 6  # the six calls' slots, and no other
-            assert int(status["reserved"]) == (4 + len(left)) * HOLD
+            status, after = steady(url, admin, database, ids["cost"])
+            assert after == {name: held - 6 * ACTUAL for name, held in before.items()}
+            assert int(status["reserved"]) == 4 * HOLD + sum(after.values())
+            assert not recorded_calls(database)  # none ran past an upkeep with a record left behind
 
             fake_provider.release(first)
             assert all(r.status_code == 200 for r in await asyncio.gather(*wave1))
 
         asyncio.run(run())
-        # No call for a second: the free slots go back, well before their 30 s lease could run out.
-        wait_for(lambda: not slot_rows(database, ids["cost"]), "idle slots were never returned", 20)
+        # No call for a second: the allowance goes back, well before its 30 s lease could run out.
+        wait_for(
+            lambda: not allowance_rows(database, ids["cost"]), "the idle allowance was never returned", 20
+        )
         final = limit_status(url, admin, ids["cost"])
         assert (final["used"], final["reserved"]) == (str(10 * ACTUAL), "0")
         wait_for(lambda: not holds(database), "holds were left behind")
 
 
-def test_shutdown_returns_the_free_slots_and_settles_the_busy_ones(
+def test_shutdown_returns_the_allowance_once_its_calls_settled(
     databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
 ) -> None:
     model = f"shut-{uuid.uuid4().hex[:8]}"
@@ -227,8 +235,8 @@ def test_shutdown_returns_the_free_slots_and_settles_the_busy_ones(
 
         async def run() -> None:
             calls = await start_held(url, user, model, 6, fake_provider)
-            wait_for(lambda: slot_rows(database, ids["cost"]), "no slots were granted")
-            # Calls are in flight: the slots are not idle. The process is asked to stop, its calls end.
+            wait_for(lambda: allowance_rows(database, ids["cost"]), "no allowance was granted")
+            # Calls are in flight: the allowance is not idle. The process is asked to stop, its calls end.
             process.send_signal(signal.SIGINT)
             await asyncio.sleep(0.5)
             fake_provider.release(model)
@@ -236,15 +244,15 @@ def test_shutdown_returns_the_free_slots_and_settles_the_busy_ones(
 
         asyncio.run(run())
         process.wait(timeout=60)
-        # No process is left to sweep expired rows: the stopping process ended every slot itself.
+        # No process is left to sweep expired rows: the stopping process gave its allowance back itself.
         assert not holds(database)
 
 
 def test_two_processes_spend_the_amount_to_the_last_call_that_fits(
     databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
 ) -> None:
-    """Both processes hold slots; at the limit's end the slots shrink to none, a process refused
-    while the other holds free slots asks for them back, and every call the amount covers runs."""
+    """Both processes hold allowances; at the limit's end they shrink to none, a process refused
+    while the other holds a free part asks for it back, and every call the amount covers runs."""
     first, second = f"edge1-{uuid.uuid4().hex[:8]}", f"edge2-{uuid.uuid4().hex[:8]}"
     for model in (first, second):
         fake_provider.script(model, held=True)
@@ -264,14 +272,14 @@ def test_two_processes_spend_the_amount_to_the_last_call_that_fits(
         assert counts == {200: left // HOLD, 402: 60 - left // HOLD}  # no call refused that fit
         settled = wait_for(
             lambda: (s := limit_status(urls[1], admin, ids["cost"]))["reserved"] == "0" and s,
-            "the slots never went back",
+            "the allowances never went back",
         )
         assert int(settled["used"]) == (40 + left // HOLD) * ACTUAL <= amount
         # Reclaim markers (amount 0) run out with their lease, and are swept.
         wait_for(lambda: not holds(database), "holds were left behind")
 
 
-def test_a_killed_process_slots_expire_and_its_calls_on_slots_are_recorded_abandoned(
+def test_a_killed_process_allowance_expires_and_its_calls_on_it_are_recorded_abandoned(
     databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
 ) -> None:
     first, second = f"dead1-{uuid.uuid4().hex[:8]}", f"dead2-{uuid.uuid4().hex[:8]}"
@@ -287,15 +295,16 @@ def test_a_killed_process_slots_expire_and_its_calls_on_slots_are_recorded_aband
 
         async def run() -> None:
             calls = await start_held(urls[0], user, first, 6, fake_provider)
-            wait_for(lambda: slot_rows(database, ids["cost"]), "no slots were granted")
+            wait_for(lambda: allowance_rows(database, ids["cost"]), "no allowance was granted")
             own = per_call_holds(database, ids["cost"])
             calls += await start_held(urls[0], user, second, 2, fake_provider)
-            assert per_call_holds(database, ids["cost"]) == own  # both on slots
-            # The upkeep leaves each running call's record on its slot's row.
+            assert per_call_holds(database, ids["cost"]) == own  # both on the allowance
+            # The upkeep leaves each running call's record on a row of its own (amount 0).
             wait_for(
-                lambda: sum(1 for _, _, call in slot_rows(database, ids["cost"]) if call) == 8 - own,
-                "the slots' calls were never recorded on their rows",
+                lambda: len(recorded_calls(database)) == 8 - own,
+                "the allowance's calls were never recorded",
             )
+            assert all(amount == 0 and call for _, amount, call in recorded_calls(database))
             os.kill(processes[0].pid, signal.SIGKILL)
             results = await asyncio.gather(*calls, return_exceptions=True)
             assert all(
@@ -307,7 +316,7 @@ def test_a_killed_process_slots_expire_and_its_calls_on_slots_are_recorded_aband
         fake_provider.release(first)
         fake_provider.release(second)
         # The lease (3 s) runs out: the other process frees everything the dead one held.
-        wait_for(lambda: not holds(database), "the dead process's holds and slots never expired")
+        wait_for(lambda: not holds(database), "the dead process's holds and allowance never expired")
         headers = {"authorization": f"Bearer {user}"}
         records = httpx.get(f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
         dead = [(r["status"], r["error_code"]) for r in records if r["model"] in (first, second)]

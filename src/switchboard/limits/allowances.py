@@ -1,15 +1,16 @@
-"""Per-process allowances (SPEC §13): calls admitted in memory against slots this process holds.
+"""Per-process allowances (SPEC §13): calls admitted in memory against a share of a limit this
+process holds.
 
-A busy process (at least BUSY calls in flight on one set of limits) is granted slots in the
-background (limits/slots.py): holds sized to one call's worst case, already counted in `reserved`.
-A call whose worst case fits a free slot takes it with no database work before the provider, and is
-settled under the slot's name like any hold: the settlement replaces the slot's worst case by the
-call's actual usage and ends the slot (a slot serves one call; the background grants more). So
-usage plus `reserved` never admits more than per-call reservations would.
+A busy process (at least BUSY calls in flight on one set of limits) is granted an allowance in the
+background (limits/allowance_rows.py): a hold on each of those limits of some worst cases, already
+counted in `reserved`. A call whose worst case fits what the allowance has free is admitted with no
+database work before the provider. Its settlement, in its usage record's transaction, draws what it
+used from the allowance's rows; in memory, its worst case is free again less what it used. So usage
+plus `reserved` never admits more than per-call reservations would.
 
-Grants take a share of what is left (limits/slots.grant), so near a limit's end they shrink to none
-and calls reserve one by one again. Free slots go back when idle, at a calendar window's end, at
-shutdown, and when another process asks for them (a reclaim marker: a call was refused there).
+Grants take a share of what is left (allowance_rows.grant), so near a limit's end they shrink to none
+and calls reserve one by one again. What is free goes back when idle, at a calendar window's end, at
+shutdown, and when another process asks for it (a reclaim marker: a call was refused there).
 """
 
 from __future__ import annotations
@@ -25,46 +26,54 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from switchboard.db.write_transaction import WriteTransactions
+from switchboard.db.write_transaction import LedgerConnection, WriteTransactions
 from switchboard.kit.clock import utcnow
-from switchboard.limits import slots
+from switchboard.limits import allowance_rows as rows
 from switchboard.limits.ledger import Standing
 from switchboard.limits.rules import Limit, window_start
 
 log = logging.getLogger("switchboard.limits")
 
-BUSY = 4  # calls in flight on one set of limits before this process asks for slots
-IDLE_SECONDS = 1.0  # free slots go back once no call has run under their limits for this long
+BUSY = 4  # calls in flight on one set of limits before this process asks for an allowance
+IDLE_SECONDS = 1.0  # an allowance goes back once no call has run under its limits for this long
 KEPT = 10_000  # sets of limits followed; past that, calls reserve one by one
-_LOW = 32  # fewer free slots than this (with BUSY calls in flight): grant more, before they run out
+_LOW = rows.MAX_CALLS // 2  # room for fewer calls than this (with BUSY in flight): grant more
 
 
-class Slot:
-    __slots__ = ("name", "sizes")
+class Flight:
+    """A call admitted on an allowance, until its settlement."""
 
-    def __init__(self, name: str, sizes: tuple[int, ...]) -> None:
-        self.name = name
-        self.sizes = sizes  # one call's worst case per limit, in the allowance's order
+    __slots__ = ("call", "name", "needs", "recorded", "settling")
+
+    def __init__(self, name: str, needs: Sequence[int], call: Callable[[], object]) -> None:
+        self.name = name  # its record's row, once the upkeep left one
+        self.needs = needs  # its worst case per limit, in the allowance's order
+        self.call = call  # builds its record for recovery (most calls end before it is needed)
+        self.recorded = False  # the upkeep left its record on a row
+        self.settling = False  # its settlement is under way: the upkeep leaves it alone
 
 
 class Allowance:
-    """One set of limits' slots in this process, and the calls in flight under it."""
+    """One set of limits' allowance in this process, and the calls in flight under it."""
 
-    def __init__(self, limits: tuple[Limit, ...]) -> None:
+    def __init__(self, limits: tuple[Limit, ...], name: str) -> None:
         self.limits = limits
-        self.free: list[Slot] = []
-        # Slot name → what builds the call's record for recovery (most calls end before it is
-        # needed), until it is written on the slot's row (then None).
-        self.busy: dict[str, Callable[[], object] | None] = {}
-        self.in_flight = 0
-        self.peak = [0] * len(limits)  # the largest worst case seen per limit: the next slots' size
+        self.name = name  # its rows' name, on each of its limits
+        count = len(limits)
+        self.granted = [0] * count  # what its rows hold, as this process last changed them
+        self.stored = False  # its rows exist (granted to once, not yet dropped)
+        self.held = [0] * count  # the worst cases of its calls in flight
+        self.flights: dict[str, Flight] = {}
+        self._numbers = itertools.count()
+        self.in_flight = 0  # calls in flight under these limits, on the allowance or not
+        self.peak = [0] * count  # the largest worst case seen per limit: what a grant counts in
         self.used_at = time.monotonic()
         self.grant_after = 0.0  # monotonic: no grant before (a grant that found little left waits)
         self.granting = False
-        # What was left per limit at the last grant, this process's slots included, and what calls
-        # taken on slots since may spend: the figures a slot's call decides its cap and headers on.
+        # What was left per limit at the last grant, this allowance included, and what calls admitted
+        # on it since may spend: the figures an admitted call decides its cap and headers on.
         self.left: list[int] = []
-        self.spent = [0] * len(limits)
+        self.spent = [0] * count
         self.windows: tuple[datetime, ...] = ()
 
     def standings(self) -> list[Standing] | None:
@@ -75,17 +84,24 @@ class Allowance:
             for limit, left, spent in zip(self.limits, self.left, self.spent, strict=True)
         ]
 
-    def take(self, needs: Sequence[int], call: Callable[[], object]) -> str | None:
-        """A free slot covering `needs` (per limit), now the call's; None when none does."""
-        free = self.free
-        for index in range(len(free) - 1, -1, -1):
-            slot = free[index]
-            if all(need <= size for need, size in zip(needs, slot.sizes, strict=True)):
-                del free[index]
-                self.busy[slot.name] = call
-                self.spent = [spent + need for spent, need in zip(self.spent, needs, strict=True)]
-                return slot.name
-        return None
+    def room(self) -> int:
+        """How many more calls of the largest worst case seen fit what is free."""
+        return min(
+            (granted - held) // max(peak, 1)
+            for granted, held, peak in zip(self.granted, self.held, self.peak, strict=True)
+        )
+
+    def take(self, needs: Sequence[int], call: Callable[[], object]) -> Flight | None:
+        """The call on the allowance when `needs` (per limit) fits what is free; else None."""
+        held, granted = self.held, self.granted
+        for index, need in enumerate(needs):
+            if held[index] + need > granted[index]:
+                return None
+        self.held = [have + need for have, need in zip(held, needs, strict=True)]
+        self.spent = [spent + need for spent, need in zip(self.spent, needs, strict=True)]
+        flight = Flight(f"{self.name}.{next(self._numbers)}", needs, call)
+        self.flights[flight.name] = flight
+        return flight
 
     def started(self, needs: Sequence[int] | None = None) -> None:
         self.in_flight += 1
@@ -93,31 +109,49 @@ class Allowance:
         if needs is not None:
             self.peak = [max(peak, need) for peak, need in zip(self.peak, needs, strict=True)]
 
-    def ended(self, name: str) -> None:
+    def ended(self, flight: Flight | None, used: Sequence[int] | None) -> None:
+        """A call under these limits settled. On the allowance: its worst case is free again, less
+        what it used (`used` per limit, as its settlement drew it; None: the settlement's outcome is
+        unknown, so its whole worst case counts as drawn)."""
         self.in_flight -= 1
-        self.busy.pop(name, None)
+        if flight is None:
+            return
+        self.flights.pop(flight.name, None)
+        drawn = flight.needs if used is None else used
+        self.held = [have - need for have, need in zip(self.held, flight.needs, strict=True)]
+        self.granted = [max(have - spent, 0) for have, spent in zip(self.granted, drawn, strict=True)]
 
-    def follow(self, name: str, call: Callable[[], object]) -> None:
-        """The call moved on to another attempt: recovery's record names it (if not written yet)."""
-        if self.busy.get(name) is not None:
-            self.busy[name] = call
+    def free_parts(self) -> list[rows.Part]:
+        """What is free per limit, now given back: the allowance keeps its running calls' worst cases."""
+        parts = [
+            (limit.id, self.name, granted - held)
+            for limit, granted, held in zip(self.limits, self.granted, self.held, strict=True)
+            if granted > held
+        ]
+        self.granted = list(self.held)
+        return parts
 
-    def held(self) -> list[int]:
-        """What this process's slots hold per limit (free and busy)."""
-        sizes = [slot.sizes for slot in self.free]
-        count = len(self.busy)
-        return [sum(size[i] for size in sizes) + count * self.peak[i] for i in range(len(self.limits))]
+    def given_back(self) -> list[rows.Part]:
+        """Everything it holds goes back, when no call runs on it: its rows, to delete; else its free
+        parts, to draw (its running calls' settlements draw the rest)."""
+        if self.flights:
+            return self.free_parts()
+        self.granted = [0] * len(self.limits)
+        if not self.stored:
+            return []
+        self.stored = False
+        return [(limit.id, self.name, -1) for limit in self.limits]  # -1: the row is dropped
 
 
 class Allowances:
     """This process's allowances, one per set of limits calls were made under."""
 
     def __init__(self, transactions: WriteTransactions, lease_seconds: float, upkeep_seconds: float) -> None:
-        self.process = os.urandom(slots.PROCESS_ID_LENGTH // 2).hex()
-        self._prefix = slots.prefix_of(self.process)
+        self.process = os.urandom(rows.PROCESS_ID_LENGTH // 2).hex()
+        self._prefix = rows.prefix_of(self.process)
         self._transactions = transactions
         self._lease_seconds = lease_seconds
-        # A refused call waits this long for other processes to return their free slots: their
+        # A refused call waits this long for other processes to give back their free parts: their
         # upkeep sees its reclaim marker within one interval.
         self.patience = 2.5 * upkeep_seconds
         self._upkeep_seconds = upkeep_seconds
@@ -132,18 +166,18 @@ class Allowances:
         if allowance is None:
             if len(self._by_key) >= KEPT:
                 return None
-            allowance = self._by_key[key] = Allowance(limits)
+            allowance = self._by_key[key] = Allowance(limits, f"{self._prefix}{next(self._numbers)}")
         elif allowance.limits is not limits:
             allowance.limits = limits  # reloaded: the amounts may have changed
         return allowance
 
     def want(self, allowance: Allowance) -> None:
-        """After a call starts: a busy allowance short of free slots asks the grant task for more."""
+        """After a call starts: a busy allowance short of room asks the grant task for more."""
         if (
             allowance.in_flight >= BUSY
-            and len(allowance.free) < _LOW
             and not allowance.granting
             and time.monotonic() >= allowance.grant_after
+            and allowance.room() < _LOW
         ):
             allowance.granting = True
             self._wanted.append(allowance)
@@ -164,18 +198,19 @@ class Allowances:
                     allowance.granting = False
 
     async def _grant(self, allowance: Allowance) -> None:
-        wanted = slots.MAX_SLOTS - len(allowance.free)
+        free = max(allowance.room(), 0)
+        wanted = rows.MAX_CALLS - free
         sizes = tuple(allowance.peak)
         if wanted <= 0 or not any(sizes):
             return
-        names = [f"{self._prefix}{next(self._numbers)}" for _ in range(wanted)]
-        held = allowance.held()
         limits = allowance.limits
-        standings, count = await slots.grant(
-            self._transactions, limits, sizes, wanted, names, self._lease_seconds, len(allowance.free)
+        standings, count = await rows.grant(
+            self._transactions, limits, sizes, wanted, allowance.name, self._lease_seconds, free
         )
-        allowance.free.extend(Slot(name, sizes) for name in names[:count])
-        allowance.left = [standing.remaining + own for standing, own in zip(standings, held, strict=True)]
+        own = allowance.granted
+        allowance.left = [standing.remaining + mine for standing, mine in zip(standings, own, strict=True)]
+        allowance.granted = [mine + count * size for mine, size in zip(own, sizes, strict=True)]
+        allowance.stored = allowance.stored or count > 0
         allowance.spent = [0] * len(limits)
         now = utcnow()
         allowance.windows = tuple(window_start(limit.window, now) for limit in limits)
@@ -183,68 +218,71 @@ class Allowances:
             allowance.grant_after = time.monotonic() + self._upkeep_seconds
 
     async def tick(self, engine: AsyncEngine) -> None:
-        """The upkeep's part: idle and unwanted free slots go back, running calls' records are left
-        on their slots' rows, and every slot's lease is renewed."""
-        if not any(a.free or a.busy for a in self._by_key.values()):
+        """The upkeep's part: idle and unwanted allowances go back, running calls' records are left
+        on rows of their own, and every row of this process is renewed."""
+        live = [a for a in self._by_key.values() if a.stored or a.flights]
+        if not live:
             self._forget_idle()
             return
+        ids = sorted({limit.id for allowance in live for limit in allowance.limits})
         now, moment = utcnow(), time.monotonic()
         async with engine.begin() as conn:
-            asked = await slots.reclaimed(conn, now)
-            returning: list[str] = []
+            # First: this holds the process's rows until the commit, so a settlement that draws from
+            # them waits, and then sees the records left below (allowance_rows' docstring).
+            await rows.renew(conn, ids, self.process, self._lease_seconds)
+            asked = await rows.reclaimed(conn, now)
+            parts: list[rows.Part] = []
             calls: list[tuple[uuid.UUID, str, object]] = []
-            ids: set[uuid.UUID] = set()
-            for allowance in self._by_key.values():
+            for allowance in live:
                 limits = allowance.limits
                 idle = not allowance.in_flight and moment - allowance.used_at >= IDLE_SECONDS
-                if allowance.free and (
-                    idle
-                    or any(limit.id in asked for limit in limits)
-                    or allowance.windows != tuple(window_start(limit.window, now) for limit in limits)
+                if idle:
+                    parts.extend(allowance.given_back())
+                elif any(limit.id in asked for limit in limits) or allowance.windows != tuple(
+                    window_start(limit.window, now) for limit in limits
                 ):
-                    returning.extend(slot.name for slot in allowance.free)
-                    allowance.free.clear()
-                for name, call in allowance.busy.items():
-                    if call is not None:
-                        calls.append((limits[0].id, name, call()))
-                        allowance.busy[name] = None
-                if allowance.free or allowance.busy:
-                    ids.update(limit.id for limit in limits)
-            await slots.give_back(conn, returning)
-            await slots.remember_calls(conn, calls)
-            await slots.renew(conn, sorted(ids), self.process, self._lease_seconds)
+                    parts.extend(allowance.free_parts())
+                for flight in allowance.flights.values():
+                    if not (flight.recorded or flight.settling):
+                        calls.append((limits[0].id, flight.name, flight.call()))
+                        flight.recorded = True
+            await _give_back(conn, parts)
+            await rows.record_calls(conn, calls, self._lease_seconds)
         self._forget_idle()
 
     def _forget_idle(self) -> None:
         moment = time.monotonic()
         for key, allowance in list(self._by_key.items()):
             idle = moment - allowance.used_at >= IDLE_SECONDS
-            if idle and not (allowance.free or allowance.busy or allowance.in_flight):
+            if idle and not (allowance.stored or allowance.flights or allowance.in_flight):
                 del self._by_key[key]
 
     async def ask_back(self, limits: Sequence[Limit]) -> bool:
-        """A call was refused on these limits: this process's free slots there go back at once, and
-        when other processes hold slots there, a reclaim marker asks them for theirs. True when
+        """A call was refused on these limits: this process's free parts there go back at once, and
+        when other processes hold allowances there, a reclaim marker asks them for theirs. True when
         waiting for them may help."""
         ids = [limit.id for limit in limits]
-        returning: list[str] = []
+        returning: list[rows.Part] = []
         for allowance in self._by_key.values():
-            if allowance.free and any(limit.id in ids for limit in allowance.limits):
-                returning.extend(slot.name for slot in allowance.free)
-                allowance.free.clear()
+            if any(limit.id in ids for limit in allowance.limits):
+                returning.extend(allowance.free_parts())
                 allowance.grant_after = time.monotonic() + self.patience
         async with self._transactions.begin() as conn:
-            await slots.give_back(conn, returning)
-            others = await slots.others_hold(conn, ids, self.process)
+            await rows.draw(conn, returning)
+            others = await rows.others_hold(conn, ids, self.process)
             if others:
-                await slots.ask_back(conn, ids, self.process, self.patience)
+                await rows.ask_back(conn, ids, self.process, self.patience)
         return others or bool(returning)
 
     async def close(self) -> None:
-        """At shutdown: every free slot goes back (busy ones end with their calls' settlement)."""
-        returning = [slot.name for allowance in self._by_key.values() for slot in allowance.free]
-        for allowance in self._by_key.values():
-            allowance.free.clear()
-        if returning:
+        """At shutdown (its calls have ended): every allowance goes back."""
+        parts = [part for allowance in self._by_key.values() for part in allowance.given_back()]
+        if parts:
             async with self._transactions.begin() as conn:
-                await slots.give_back(conn, returning)
+                await _give_back(conn, parts)
+
+
+async def _give_back(conn: LedgerConnection, parts: Sequence[rows.Part]) -> None:
+    """Free parts drawn from their rows; rows given back whole (amount -1, `Allowance.given_back`) dropped."""
+    await rows.draw(conn, [part for part in parts if part[2] >= 0])
+    await rows.drop(conn, [part for part in parts if part[2] < 0])

@@ -22,7 +22,7 @@ from switchboard.db.write_transaction import WriteTransactions
 from switchboard.errors import BudgetExceeded, LimitRateExceeded, LimitRefused
 from switchboard.kit.clock import utcnow
 from switchboard.limits import ledger
-from switchboard.limits.allowances import Allowance, Allowances
+from switchboard.limits.allowances import Allowance, Allowances, Flight
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing
 from switchboard.limits.postgres_reserve import reserve_in_one_statement
@@ -39,26 +39,46 @@ DEFAULT_MAX_OUTPUT = 4096
 class Hold:
     """A running call's reservation; ended by the settlement that writes its usage record.
 
-    `call_id` names the hold rows: the call's own id, or the allowance slot it took
-    (limits/allowances.py), which its settlement ends like any hold."""
+    `call_id` names the hold rows: the call's own id, or, for a call admitted on an allowance
+    (limits/allowances.py), the allowance's, which its settlement draws what it used from."""
 
     call_id: str
     limits: tuple[Limit, ...]
     headers: dict[str, str]
     _leases: HoldLeases | None = field(default=None, repr=False)
     _allowance: Allowance | None = field(default=None, repr=False)
+    _flight: Flight | None = field(default=None, repr=False)
 
-    async def stop(self) -> None:
-        """The call settled: its lease is no longer renewed."""
+    @property
+    def drawn(self) -> bool:
+        """Admitted on an allowance: its settlement draws from the allowance's rows."""
+        return self._flight is not None
+
+    def settling(self) -> str | None:
+        """The settlement is about to be handed over: the upkeep leaves the call alone from now on.
+        Returns the row the upkeep left the call's record on, which the settlement deletes, if any."""
+        flight = self._flight
+        if flight is None:
+            return None
+        flight.settling = True
+        return flight.name if flight.recorded else None
+
+    async def stop(self, used: Sequence[int] | None = None) -> None:
+        """The call settled (`used`: what it counted per limit; None when that is unknown): its lease
+        is no longer renewed, and an allowance it ran on has its worst case back less what it used."""
         if self._leases is not None:
             self._leases.discard(self.call_id)
         if self._allowance is not None:
-            self._allowance.ended(self.call_id)
+            self._allowance.ended(self._flight, used)
 
-    def follow(self, call: object) -> None:
-        """The call moved on to another attempt: a slot's row is given its record at the next upkeep."""
-        if self._allowance is not None:
-            self._allowance.follow(self.call_id, lambda: call)
+    def follow(self, call: object) -> str | None:
+        """The call moved on to another attempt: returns the row whose record recovery would read,
+        to be replaced (None: none written yet; an allowance's call's record is built when needed)."""
+        flight = self._flight
+        if flight is None:
+            return self.call_id
+        flight.call = lambda: call
+        return flight.name if flight.recorded else None
 
 
 class Fallback(NamedTuple):
@@ -292,12 +312,13 @@ async def reserve(
     """Holds the call's worst case, or raises 402/429; returns the hold and what was decided (the cap
     the gateway set, the fallbacks the hold covers).
 
-    A free slot of this process's allowance on these limits is taken in memory; else the call
-    reserves in the database. The hold's lease is renewed by the upkeep loop until `stop()`.
+    A call whose worst case fits what this process's allowance on these limits has free is admitted
+    in memory; else the call reserves in the database, and the upkeep loop renews the hold's lease
+    until `stop()`.
     """
     plan = Plan(ask)
     allowance = allowances.of(limits) if allowances is not None else None
-    if allowance is not None and allowance.free:
+    if allowance is not None and allowance.stored:
         taken = _from_allowance(allowance, limits, plan, call)
         if taken is not None:
             allowance.started()
@@ -310,7 +331,7 @@ async def reserve(
     except LimitRefused:
         if allowances is None or not await allowances.ask_back(limits):
             raise
-        needs = await _wait_for_slots_back(
+        needs = await _wait_for_allowances_back(
             transactions, limits, plan, call_id, record, lease_seconds, allowances
         )
     leases.add(call_id)
@@ -324,8 +345,8 @@ async def reserve(
 def _from_allowance(
     allowance: Allowance, limits: tuple[Limit, ...], plan: Plan, call: Callable[[], object]
 ) -> Hold | None:
-    """The call on a free slot, decided on what the allowance last saw of its limits (its cap and
-    headers): None when that refuses it or no free slot covers its worst case."""
+    """The call on the allowance, decided on what the allowance last saw of its limits (its cap and
+    headers): None when that refuses it or its worst case does not fit what is free."""
     standings = allowance.standings()
     if standings is None:
         return None
@@ -333,10 +354,10 @@ def _from_allowance(
         needs = plan.decide(standings)
     except LimitRefused:
         return None  # decided again in the database, on what the limits have now
-    name = allowance.take([needs[limit.id] for limit in limits], call)
-    if name is None:
+    flight = allowance.take([needs[limit.id] for limit in limits], call)
+    if flight is None:
         return None
-    return Hold(name, limits, plan.headers, _allowance=allowance)
+    return Hold(allowance.name, limits, plan.headers, _allowance=allowance, _flight=flight)
 
 
 async def _reserve_one(
@@ -360,7 +381,7 @@ async def _reserve_one(
 RETRY_SECONDS = 0.2
 
 
-async def _wait_for_slots_back(
+async def _wait_for_allowances_back(
     transactions: WriteTransactions,
     limits: Sequence[Limit],
     plan: Plan,
@@ -369,8 +390,9 @@ async def _wait_for_slots_back(
     lease_seconds: float,
     allowances: Allowances,
 ) -> dict[uuid.UUID, int]:
-    """Refused while slots held elsewhere may cover the call: they are asked back (a reclaim marker,
-    seen at the holders' next upkeep), and the call tries again until they could have come back."""
+    """Refused while allowances held elsewhere may cover the call: their free parts are asked back (a
+    reclaim marker, seen at the holders' next upkeep), and the call tries again until they could
+    have come back."""
     deadline = time.monotonic() + allowances.patience
     while True:
         try:

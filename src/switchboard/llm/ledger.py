@@ -26,6 +26,7 @@ from switchboard.observability import events
 from switchboard.routing.route import Route
 from switchboard.settlement import recovery
 from switchboard.settlement.call import Settlement
+from switchboard.settlement.limit_counters import counted
 
 GATEWAY_CRASHED = "gateway_crashed"
 
@@ -181,10 +182,10 @@ async def _follow_attempt(pipeline: Pipeline, reservation: Reservation, under_wa
     it, the `abandoned` record names that attempt, its model and its credential, not the first's."""
     record = recovery_record(under_way, reservation.call_id)
     hold = reservation.hold
-    if hold is not None:
-        hold.follow(record)
+    row = hold.follow(record) if hold is not None else None
+    if row is not None:
         async with pipeline.engine.begin() as conn:
-            await recovery.remember_call(conn, hold.call_id, record)
+            await recovery.remember_call(conn, row, record)
     if reservation.claim is not None:
         await pipeline.idempotency.attach(reservation.claim, record)
 
@@ -200,13 +201,17 @@ async def settle(
     (`stored`; None releases the key), committed together; returns once they are."""
     settlement = None
     hold, claim = reservation.hold, reservation.claim
-    if hold is not None or claim is not None:
+    if hold is not None:
         settlement = Settlement(
-            call_id=hold.call_id if hold is not None else None,  # the call's own, or its slot's
-            limits=hold.limits if hold is not None else (),
+            call_id=hold.call_id,  # the call's own, or its allowance's
+            limits=hold.limits,
             claim=claim,
             stored=stored,
+            drawn=hold.drawn,
+            recorded=hold.settling(),
         )
+    elif claim is not None:
+        settlement = Settlement(claim=claim, stored=stored)
     cost: int | None = None  # the record's, once committed (metrics and the access record)
     try:
         cost = await pipeline.call_sink.record(outcome, settlement)
@@ -215,6 +220,8 @@ async def settle(
         if hold is not None and cost and pipeline.webhooks is not None:
             pipeline.webhooks.cost_settled(hold.limits)  # budget thresholds, checked off the call
         if hold is not None:
-            await hold.stop()
+            await hold.stop(
+                [counted(limit.metric, outcome, cost) for limit in hold.limits] if cost is not None else None
+            )
         if claim is not None:
             await pipeline.idempotency.forget(claim)

@@ -11,7 +11,9 @@ from switchboard.limits.rules import Limit
 
 @dataclass(frozen=True)
 class Settlement:
-    """`call_id`'s limit holds are replaced by the record's actual usage counted against `limits`;
+    """`call_id`'s limit holds are replaced by the record's actual usage counted against `limits`
+    (`drawn`: `call_id` is the allowance the call was admitted on, whose rows the usage is drawn from,
+    and `recorded` the row the upkeep left the call's record on, deleted with it);
     `claim` (an idempotency claim) is completed with `stored`, or released when `stored` is None.
     An `abandoned` settlement is recovery's: its record is written only if it still frees something
     (the dead call's holds or claim), so that two replicas recovering the same call write it once.
@@ -21,5 +23,7 @@ class Settlement:
     limits: tuple[Limit, ...] = ()
     claim: Claim | None = None
     stored: StoredResponse | None = None
+    drawn: bool = False
+    recorded: str | None = None
     abandoned: bool = False
     record_id: uuid.UUID | None = None

@@ -20,6 +20,7 @@ from switchboard.db.driver_statements import driver_ready
 from switchboard.db.upsert import insert_for
 from switchboard.db.write_transaction import LedgerConnection
 from switchboard.kit.clock import utcnow
+from switchboard.limits import allowance_rows
 from switchboard.limits.models import LimitHoldRow, LimitUsageRow
 from switchboard.limits.rules import Limit, refill_rate, window_start
 from switchboard.metering.outcome import CallOutcome
@@ -43,6 +44,7 @@ class Actual(NamedTuple):
     amount: int
     at: datetime
     call_id: str
+    drawn: bool = False  # `call_id` is an allowance (limits/allowances.py): drawn from, not deleted
 
 
 def counted(metric: str, outcome: CallOutcome, cost: int) -> int:
@@ -54,10 +56,12 @@ def counted(metric: str, outcome: CallOutcome, cost: int) -> int:
     return cost
 
 
-def actuals_of(call_id: str, limits: Sequence[Limit], outcome: CallOutcome, cost: int) -> list[Actual]:
+def actuals_of(
+    call_id: str, limits: Sequence[Limit], outcome: CallOutcome, cost: int, drawn: bool = False
+) -> list[Actual]:
     """One call's actuals, one per limit it held against."""
     at = outcome.occurred_at
-    return [Actual(limit, counted(limit.metric, outcome, cost), at, call_id) for limit in limits]
+    return [Actual(limit, counted(limit.metric, outcome, cost), at, call_id, drawn) for limit in limits]
 
 
 def _seconds(dialect: str, moment: Any) -> Any:
@@ -115,11 +119,22 @@ async def release_holds(conn: LedgerConnection, holds: Sequence[tuple[uuid.UUID,
         )
 
 
-async def settle(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
-    """Ends finished calls' holds and adds what they used to their limits' counters.
+async def settle(
+    conn: LedgerConnection, actuals: Sequence[Actual], recorded: Sequence[allowance_rows.Part] = ()
+) -> None:
+    """Ends finished calls' holds (or draws what they used from the allowance they ran on), adds what
+    they used to their limits' counters, and deletes the records the upkeep left for them (`recorded`).
 
     The one place a batch's limits are settled in its transaction (the records' own statement on
     PostgreSQL aside: settlement/postgres.py)."""
+    drawn = [actual for actual in actuals if actual.drawn]
+    if drawn:
+        actuals = [actual for actual in actuals if not actual.drawn]
+        # Before the records' deletion: see allowance_rows' docstring.
+        await allowance_rows.draw(conn, drawn_parts(drawn))
+        await count(conn, drawn)
+    if recorded:
+        await allowance_rows.drop(conn, recorded)
     if not actuals:
         return
     if conn.dialect.name != "postgresql":
@@ -146,6 +161,15 @@ async def settle(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
             for limit_id, start, call_id, used, rate in rows
         ],
     )  # fmt: skip
+
+
+def drawn_parts(actuals: Sequence[Actual]) -> list[allowance_rows.Part]:
+    """What settled calls used, per allowance row: one change a row, whatever the batch's size."""
+    totals: dict[tuple[uuid.UUID, str], int] = {}
+    for actual in actuals:
+        key = (actual.limit.id, actual.call_id)
+        totals[key] = totals.get(key, 0) + actual.amount
+    return [(limit_id, name, amount) for (limit_id, name), amount in sorted(totals.items()) if amount]
 
 
 async def count(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:

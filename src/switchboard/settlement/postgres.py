@@ -39,11 +39,13 @@ class SettlingStatement:
         arguments += [window_start(actual.limit.window, actual.at) for _, actual in actuals]
         arguments += [actual.amount for _, actual in actuals]
         arguments += [refill_rate(actual.limit) for _, actual in actuals]
+        arguments += [actual.drawn for _, actual in actuals]
         arguments.append(self._now)
         return [arguments]
 
 
-_COLUMNS = ("uuid", "text", "uuid", "timestamptz", "bigint", "float8")  # limits, calls, records, ...
+# limits, calls, records, window starts, amounts, refill rates, drawn from an allowance
+_COLUMNS = ("uuid", "text", "uuid", "timestamptz", "bigint", "float8", "bool")
 
 
 @functools.cache
@@ -56,7 +58,7 @@ def _settling_sql(records_sql: str, first: int, count: int) -> str:
         start = first + column * count
         elements = ", ".join(f"${start + index}::{kind}" for index in range(count))
         arrays.append(f"ARRAY[{elements}]::{kind}[]")  # typed even when empty
-    limits, calls, records, starts, amounts, rates = arrays
+    limits, calls, records, starts, amounts, rates, drawn = arrays
     now = f"${first + len(_COLUMNS) * count}"
     refill = (
         "LEAST(floor(GREATEST(extract(epoch FROM excluded.updated_at - u.updated_at), 0) * excluded.rate),"
@@ -64,8 +66,17 @@ def _settling_sql(records_sql: str, first: int, count: int) -> str:
     )
     # Only parameter numbers go into the text; every value is an argument.
     settlement = (
-        f"released AS (DELETE FROM limit_holds h USING unnest({limits}, {calls}) "  # noqa: S608
-        "AS r(limit_id, call_id) WHERE h.limit_id = r.limit_id AND h.call_id = r.call_id), "
+        f"released AS (DELETE FROM limit_holds h USING unnest({limits}, {calls}, {drawn}) "  # noqa: S608
+        "AS r(limit_id, call_id, drawn) "
+        "WHERE NOT r.drawn AND h.limit_id = r.limit_id AND h.call_id = r.call_id), "
+        # A call admitted on an allowance: what it used is drawn from the allowance's row, once per
+        # stored record (limits/allowance_rows.py).
+        "drawn_from AS (UPDATE limit_holds h SET amount = GREATEST(h.amount - d.used, 0) FROM ("
+        "SELECT s.limit_id, s.call_id, sum(s.used)::bigint AS used "
+        f"FROM unnest({records}, {limits}, {calls}, {amounts}, {drawn}) "
+        "AS s(record_id, limit_id, call_id, used, drawn) "
+        "JOIN new ON new.id = s.record_id WHERE s.drawn GROUP BY s.limit_id, s.call_id) d "
+        "WHERE h.limit_id = d.limit_id AND h.call_id = d.call_id), "
         "counted AS (INSERT INTO limit_usage AS u (limit_id, window_start, used, updated_at, rate) "
         f"SELECT s.limit_id, s.window_start, sum(s.used)::bigint, {now}::timestamptz, max(s.rate) "
         f"FROM unnest({records}, {limits}, {starts}, {amounts}, {rates}) "

@@ -21,8 +21,8 @@ from switchboard.db.driver_statements import driver_ready
 from switchboard.db.write_transaction import LedgerConnection
 from switchboard.idempotency.service import Claim, IdempotencyStore
 from switchboard.kit.clock import utcnow
+from switchboard.limits.allowance_rows import is_allowance_row
 from switchboard.limits.models import LimitHoldRow
-from switchboard.limits.slots import is_allowance_row
 from switchboard.metering.outcome import CallOutcome
 from switchboard.metering.spool import outcome_from_json
 from switchboard.metering.writer import UsageWriter
@@ -81,9 +81,9 @@ async def find_dead_calls(conn: AsyncConnection, now: datetime) -> DeadCalls:
 
 
 async def drop_dead_slots(engine: AsyncEngine, dead: DeadCalls, now: datetime) -> None:
-    """A dead process's free allowance slots and reclaim markers (limits/slots.py) name no call: once
-    their lease ran out nothing counts them, and they are deleted. A slot a call was running on
-    carries its record and is recovered like a call's holds."""
+    """A dead process's allowances and reclaim markers (limits/allowance_rows.py) name no call: once
+    their lease ran out nothing counts them, and they are deleted. The row a running call's record
+    was left on is recovered like a call's holds."""
     names = [call_id for call_id, record in dead.holds if record is None and is_allowance_row(call_id)]
     if names:
         async with engine.begin() as conn:

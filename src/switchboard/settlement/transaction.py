@@ -18,6 +18,7 @@ from switchboard.db.upsert import insert_for
 from switchboard.db.write_transaction import InlineConnection, LedgerConnection, WriteTransactions
 from switchboard.idempotency.service import IdempotencyStore
 from switchboard.kit.clock import utcnow
+from switchboard.limits.allowance_rows import Part
 from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.record_rows import COLUMNS, COST_INDEX, RecordRows
 from switchboard.metering.rollups import RecordsExisted, RollupKeeper
@@ -92,7 +93,9 @@ class SettlementTransaction:
     async def _commit_with_settlements(self, batch: Batch) -> None:
         """Records, limit settlements and idempotent answers of the batch in one transaction (SPEC §13)."""
         if isinstance(self._insert, PostgresBatchInsert) and all(
-            p.settlement is None or (p.settlement.claim is None and not p.settlement.abandoned) for p in batch
+            p.settlement is None
+            or (p.settlement.claim is None and not p.settlement.abandoned and p.settlement.recorded is None)
+            for p in batch
         ):
             await self._settle_in_one_statement(batch)
             return
@@ -101,6 +104,7 @@ class SettlementTransaction:
         async with self._transactions.begin() as conn:
             kept: list[tuple[object, ...]] = []
             actuals: list[Actual] = []
+            recorded: list[Part] = []
             recovered: list[tuple[object, ...]] = []
             for pending, row in zip(batch, rows, strict=True):
                 settlement = pending.settlement
@@ -118,7 +122,13 @@ class SettlementTransaction:
                         await self._idempotency.release_in(conn, settlement.claim)
                 if settlement.call_id is not None:
                     cost = cast(int, row[COST_INDEX])
-                    actuals.extend(actuals_of(settlement.call_id, settlement.limits, pending.outcome, cost))
+                    actuals.extend(
+                        actuals_of(
+                            settlement.call_id, settlement.limits, pending.outcome, cost, settlement.drawn
+                        )
+                    )
+                if settlement.recorded is not None:
+                    recorded.append((settlement.limits[0].id, settlement.recorded, 0))
             if recovered:
                 kept.extend(await self._not_yet_stored(conn, recovered))
             if kept:
@@ -127,7 +137,7 @@ class SettlementTransaction:
                     self._insert.insert_on(conn.driver, kept)
                 else:
                     await self._rollups.insert_in(conn, self._core_insert, kept)
-            await limit_counters.settle(conn, actuals)
+            await limit_counters.settle(conn, actuals, recorded)
 
     async def _settle_in_one_statement(self, batch: Batch) -> None:
         """PostgreSQL, holds only (no idempotent answer, no recovery): the records' own statement with
@@ -142,7 +152,9 @@ class SettlementTransaction:
             cost = cast(int, row[COST_INDEX])
             actuals.extend(
                 (pending.record_id, actual)
-                for actual in actuals_of(settlement.call_id, settlement.limits, pending.outcome, cost)
+                for actual in actuals_of(
+                    settlement.call_id, settlement.limits, pending.outcome, cost, settlement.drawn
+                )
             )
         statement = SettlingStatement(self._rollups.postgres, actuals, utcnow())
         await self._insert.insert(rows, statement)

@@ -1,0 +1,243 @@
+"""A process's allowances, its calls' records and its reclaim markers, as rows of `limit_holds` (SPEC §13).
+
+- An allowance is a hold named `slot-<process>-<n>` on each of its limits: what the process may still
+  admit there in memory. `reserved` counts it like any hold, its lease runs out with its process.
+  A grant adds to it; each settlement of a call admitted on it draws what the call used from it, in
+  the usage record's transaction; what is free goes back when idle or asked for.
+- A call admitted on an allowance that is still running at an upkeep leaves its record on a row of its
+  own, `slot-<process>-<n>.<k>` (amount 0, on the allowance's first limit): recovery writes its
+  `abandoned` record from it if the process dies, and the call's settlement deletes it.
+- A `reclaim-<process>` row of amount 0 asks the other processes to give back their free parts of a
+  limit (a call was refused there while others held allowances).
+
+No column of their own: the hold's name says what it is.
+
+Why a call's record is safe from the upkeep racing its settlement: the upkeep renews the process's
+rows first, which holds them (PostgreSQL: their row locks; SQLite: the write lock) until it commits,
+and only then picks the running calls whose settlement has not begun. A settlement draws from its
+allowance's row before it deletes its call's record: it waits for the upkeep, and then sees the
+record the upkeep left.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, delete, func, or_, select, update
+
+from switchboard.db.driver_statements import driver_ready
+from switchboard.db.upsert import insert_for
+from switchboard.db.write_transaction import LedgerConnection, WriteTransactions
+from switchboard.kit.clock import utcnow
+from switchboard.limits.ledger import Standing, lock_limits, standings_at
+from switchboard.limits.models import LimitHoldRow
+from switchboard.limits.rules import Limit
+
+_HOLDS = cast(Table, LimitHoldRow.__table__)
+
+SLOT = "slot-"
+RECLAIM = "reclaim-"
+PROCESS_ID_LENGTH = 12  # hex characters: a process's name among its replicas and their restarts
+_PREFIX_LENGTH = len(SLOT) + PROCESS_ID_LENGTH + 1  # `slot-<process>-`
+MAX_CALLS = 256  # an allowance holds at most this many worst cases (of its largest call so far)
+SHARE = 8  # a grant takes at most 1/(SHARE * holders) of what a limit has left
+BATCH = 500  # rows per statement, well under every driver's parameter limit
+
+
+@functools.cache
+def _live_names(count: int) -> Any:
+    """Allowances' process prefixes and reclaim markers live on `count` limits (one parameter each: an
+    expanding IN is compiled again at every execution)."""
+    ids = [bindparam(f"id{index}", type_=_HOLDS.c.limit_id.type) for index in range(count)]
+    return driver_ready(
+        select(_HOLDS.c.limit_id, func.substr(_HOLDS.c.call_id, 1, _PREFIX_LENGTH))
+        .where(
+            _HOLDS.c.limit_id.in_(ids),
+            or_(_HOLDS.c.call_id.like(f"{SLOT}%"), _HOLDS.c.call_id.like(f"{RECLAIM}%")),
+            _HOLDS.c.lease_until > bindparam("b_now", type_=_HOLDS.c.lease_until.type),
+        )
+        .distinct()
+    )
+
+
+@functools.cache
+def _add(dialect: str) -> Any:
+    """Adds to an allowance's row (made when missing), renewing its lease."""
+    insert = insert_for(dialect)(_HOLDS).values(
+        limit_id=bindparam("b_limit", type_=_HOLDS.c.limit_id.type),
+        call_id=bindparam("b_name"),
+        amount=bindparam("b_amount", type_=_HOLDS.c.amount.type),
+        lease_until=bindparam("b_until", type_=_HOLDS.c.lease_until.type),
+        call=None,
+    )
+    return driver_ready(
+        insert.on_conflict_do_update(
+            index_elements=["limit_id", "call_id"],
+            set_={
+                "amount": _HOLDS.c.amount + insert.excluded.amount,
+                "lease_until": insert.excluded.lease_until,
+            },
+        )
+    )
+
+
+@functools.cache
+def _draw(dialect: str) -> Any:
+    """Takes from an allowance's row, never below 0 (a call that cost more than its worst case)."""
+    greatest = func.greatest if dialect == "postgresql" else func.max
+    return driver_ready(
+        update(_HOLDS)
+        .where(
+            _HOLDS.c.limit_id == bindparam("b_limit", type_=_HOLDS.c.limit_id.type),
+            _HOLDS.c.call_id == bindparam("b_name"),
+        )
+        .values(amount=greatest(_HOLDS.c.amount - bindparam("b_amount", type_=_HOLDS.c.amount.type), 0))
+    )
+
+
+_DROP = driver_ready(
+    delete(_HOLDS).where(
+        _HOLDS.c.limit_id == bindparam("b_limit", type_=_HOLDS.c.limit_id.type),
+        _HOLDS.c.call_id == bindparam("b_name"),
+    )
+)
+_RECORD = driver_ready(_HOLDS.insert())
+_RECLAIMED = (
+    select(_HOLDS.c.limit_id)
+    .where(
+        _HOLDS.c.call_id.like(f"{RECLAIM}%"),
+        _HOLDS.c.lease_until > bindparam("b_now", type_=_HOLDS.c.lease_until.type),
+    )
+    .distinct()
+)
+_RENEW = (
+    update(_HOLDS)
+    .where(
+        _HOLDS.c.limit_id.in_(bindparam("b_limits", expanding=True)),
+        _HOLDS.c.call_id.like(bindparam("b_prefix")),
+    )
+    .values(lease_until=bindparam("b_until", type_=_HOLDS.c.lease_until.type))
+)
+
+# (limit id, row name, amount): a change to one allowance row, or a row to delete (amount unused).
+Part = tuple[uuid.UUID, str, int]
+
+
+def prefix_of(process: str) -> str:
+    return f"{SLOT}{process}-"
+
+
+def is_allowance_row(name: str) -> bool:
+    return name.startswith((SLOT, RECLAIM))
+
+
+async def _names(conn: LedgerConnection, ids: Sequence[uuid.UUID], now: datetime) -> list[tuple[Any, str]]:
+    parameters: dict[str, Any] = {f"id{index}": limit_id for index, limit_id in enumerate(ids)}
+    parameters["b_now"] = now
+    result = await conn.execute(_live_names(len(ids)), parameters)
+    return [(row[0], row[1]) for row in result]
+
+
+async def grant(
+    transactions: WriteTransactions,
+    limits: Sequence[Limit],
+    sizes: Sequence[int],
+    wanted: int,
+    name: str,
+    lease_seconds: float,
+    free: int = 0,
+) -> tuple[list[Standing], int]:
+    """Adds up to `wanted` worst cases of `sizes` (per limit, in the order of `limits`) to the
+    allowance `name`, in one transaction under the limits' locks, as a reservation takes them. How
+    many: the `free` worst cases the allowance has room for and the new ones together hold at most
+    what each limit has left (the allowance included) over SHARE times the processes holding
+    allowances there (this one included); none while a reclaim marker is live on one of them.
+    Returns the standings read (before the grant) and how many worst cases were added."""
+    ids = [limit.id for limit in limits]
+    own = name[:_PREFIX_LENGTH]
+    async with transactions.rows_locked_here(ids), transactions.begin() as conn:
+        now = utcnow()
+        await lock_limits(conn, ids)
+        standings = await standings_at(conn, limits, now, create_missing=True)
+        holders: dict[Any, set[str]] = {}
+        count = wanted
+        for limit_id, prefix in await _names(conn, ids, now):
+            if prefix.startswith(RECLAIM):
+                count = 0
+            holders.setdefault(limit_id, set()).add(prefix)
+        for standing, size in zip(standings, sizes, strict=True):
+            share = len(holders.get(standing.limit.id, set()) | {own})
+            size = max(size, 1)
+            count = min(count, (standing.remaining + free * size) // (SHARE * share * size) - free)
+        if count > 0:
+            until = now + timedelta(seconds=lease_seconds)
+            rows = [
+                {"b_limit": limit_id, "b_name": name, "b_amount": count * size, "b_until": until}
+                for limit_id, size in zip(ids, sizes, strict=True)
+            ]
+            await conn.execute(_add(conn.dialect.name), rows)
+    return standings, max(count, 0)
+
+
+async def draw(conn: LedgerConnection, parts: Sequence[Part]) -> None:
+    """Takes each part's amount from its allowance row: what settled calls used, or a free part that
+    goes back while the allowance's calls still run."""
+    if parts:
+        statement = _draw(conn.dialect.name)
+        await conn.execute(statement, [{"b_limit": i, "b_name": n, "b_amount": a} for i, n, a in parts])
+
+
+async def drop(conn: LedgerConnection, parts: Sequence[Part]) -> None:
+    """Deletes rows by limit and name: an idle allowance given back whole, settled calls' records."""
+    for start in range(0, len(parts), BATCH):
+        chunk = parts[start : start + BATCH]
+        await conn.execute(_DROP, [{"b_limit": limit_id, "b_name": name} for limit_id, name, _ in chunk])
+
+
+async def renew(conn: LedgerConnection, ids: Sequence[uuid.UUID], process: str, seconds: float) -> None:
+    """Extends every row of this process on these limits (allowances and records) by a lease from now."""
+    if ids:
+        until = utcnow() + timedelta(seconds=seconds)
+        parameters = {"b_limits": list(ids), "b_prefix": prefix_of(process) + "%", "b_until": until}
+        await conn.execute(_RENEW, parameters)
+
+
+async def record_calls(
+    conn: LedgerConnection, calls: Sequence[tuple[uuid.UUID, str, object]], seconds: float
+) -> None:
+    """Leaves each running call's record on a row of its own (limit, row name, record), leased like
+    the allowance: should this process die, recovery writes the call's `abandoned` record from it."""
+    if calls:
+        until = utcnow() + timedelta(seconds=seconds)
+        rows = [
+            {"limit_id": i, "call_id": n, "amount": 0, "lease_until": until, "call": c} for i, n, c in calls
+        ]
+        await conn.execute(_RECORD, rows)
+
+
+async def reclaimed(conn: LedgerConnection, now: datetime) -> set[Any]:
+    """The limits on which a process asked for free parts of allowances back."""
+    return {row[0] for row in await conn.execute(_RECLAIMED, {"b_now": now})}
+
+
+async def others_hold(conn: LedgerConnection, ids: Sequence[uuid.UUID], process: str) -> bool:
+    own = prefix_of(process)
+    return any(name.startswith(SLOT) and name != own for _, name in await _names(conn, ids, utcnow()))
+
+
+async def ask_back(conn: LedgerConnection, ids: Sequence[uuid.UUID], process: str, seconds: float) -> None:
+    """Puts (or extends) this process's reclaim marker on each limit, for `seconds`."""
+    until = utcnow() + timedelta(seconds=seconds)
+    name = f"{RECLAIM}{process}"
+    insert = insert_for(conn.dialect.name)(_HOLDS)
+    for limit_id in ids:
+        values = {"limit_id": limit_id, "call_id": name, "amount": 0, "lease_until": until, "call": None}
+        await conn.execute(
+            insert.values(values).on_conflict_do_update(
+                index_elements=["limit_id", "call_id"], set_={"lease_until": until}
+            )
+        )
