@@ -10,10 +10,11 @@ used when its usage record is written (settlement/transaction.py, one transactio
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -325,15 +326,13 @@ async def reserve(
             assert allowances is not None
             allowances.want(allowance)
             return taken, plan
-    record = call()
+    reserve_once = functools.partial(_reserve_one, transactions, limits, plan, call_id, call(), lease_seconds)
     try:
-        needs = await _reserve_one(transactions, limits, plan, call_id, record, lease_seconds)
+        needs = await reserve_once()
     except LimitRefused:
         if allowances is None or not await allowances.ask_back(limits):
             raise
-        needs = await _wait_for_allowances_back(
-            transactions, limits, plan, call_id, record, lease_seconds, allowances
-        )
+        needs = await _again_until(reserve_once, allowances.patience)
     leases.add(call_id)
     if allowance is not None:
         allowance.started([needs[limit.id] for limit in limits])
@@ -381,22 +380,16 @@ async def _reserve_one(
 RETRY_SECONDS = 0.2
 
 
-async def _wait_for_allowances_back(
-    transactions: WriteTransactions,
-    limits: Sequence[Limit],
-    plan: Plan,
-    call_id: str,
-    call: object | None,
-    lease_seconds: float,
-    allowances: Allowances,
+async def _again_until(
+    reserve_once: Callable[[], Awaitable[dict[uuid.UUID, int]]], patience: float
 ) -> dict[uuid.UUID, int]:
-    """Refused while allowances held elsewhere may cover the call: their free parts are asked back (a
+    """Refused while allowances held elsewhere may cover the call: their free parts were asked back (a
     reclaim marker, seen at the holders' next upkeep), and the call tries again until they could
     have come back."""
-    deadline = time.monotonic() + allowances.patience
+    deadline = time.monotonic() + patience
     while True:
         try:
-            return await _reserve_one(transactions, limits, plan, call_id, call, lease_seconds)
+            return await reserve_once()
         except LimitRefused:
             if time.monotonic() >= deadline:
                 raise
