@@ -15,8 +15,8 @@ from switchboard.metering.models import UsageRecordRow
 from switchboard.metering.writer import UsageWriter
 from switchboard.settlement.writer import usage_writer
 from tests.conftest import GatewayFactory
-from tests.metering.conftest import count_records, make_outcome, record, usage_table_locked
-from tests.support.gateway import Gateway
+from tests.metering.conftest import EconomyFactory, count_records, make_outcome, record, usage_table_locked
+from tests.support.gateway import Gateway, User
 
 DEFAULT = economy_id_for("default")
 
@@ -225,3 +225,25 @@ def test_a_record_keeps_the_prices_and_markup_it_was_costed_with(metering_gatewa
         "price_source": "override",
     }
     assert (unpriced["cost"], unpriced["priced"], unpriced["input_per_mtok"]) == ("0", False, None)
+
+
+def test_a_reservations_prices_from_memory_follow_a_changed_markup(
+    metering_gateway: Gateway, make_economy: EconomyFactory, admin: User
+) -> None:
+    """A limit's reservation takes its prices and markup without an await while the price book keeps
+    them fresh; an admin's change moves the resolution cache's generation, which sends the next
+    reservation to the database (as the records' own costing does), so it cannot price a call stale."""
+    writer: UsageWriter = metering_gateway.app.state.call_sink
+    economy = make_economy(markup_bps=100)
+    economy_id = uuid.UUID(economy["id"])
+
+    async def read() -> tuple[Any, Any]:
+        found = await writer.price_of(economy_id, "openai", "gpt-4o-mini")
+        return found, writer.kept_price_of(economy_id, "openai", "gpt-4o-mini")
+
+    found, kept = metering_gateway.server.call_soon(read())
+    assert kept == found and found[1] == 100
+    assert admin.client.patch(f"/economies/{economy['id']}", json={"markup_bps": 300}).status_code == 200
+    assert writer.kept_price_of(economy_id, "openai", "gpt-4o-mini") is None
+    found, kept = metering_gateway.server.call_soon(read())
+    assert kept == found and found[1] == 300

@@ -114,9 +114,13 @@ _CHAT_CAPS = ("max_completion_tokens", "max_tokens")
 
 
 def own_cap(endpoint: str, body: dict[str, Any]) -> int | None:
-    names = _CAP_FIELDS.get(endpoint, _CHAT_CAPS)
-    caps = [body[n] for n in names if isinstance(body.get(n), int) and not isinstance(body.get(n), bool)]
-    return min(caps) if caps else None
+    """The smallest of the caps the caller set (integers, not booleans), if any."""
+    cap = None
+    for name in _CAP_FIELDS.get(endpoint, _CHAT_CAPS):
+        value = body.get(name)
+        if isinstance(value, int) and value is not True and value is not False:
+            cap = value if cap is None or value < cap else cap
+    return cap
 
 
 def cap_field(endpoint: str) -> str:
@@ -137,12 +141,6 @@ def _cost(ask: Ask, completion: int, prices: Prices | None = None) -> int:
     return worst_case_nanos(prices, ask.prompt_tokens, completion, ask.markup_bps) or 0
 
 
-def _largest_cost_fit(ask: Ask, remaining: int, upper: int) -> int:
-    """The largest output whose worst-case cost fits `remaining`; -1 when not even the prompt does."""
-    assert ask.prices is not None
-    return largest_completion_within(ask.prices, ask.prompt_tokens, ask.markup_bps, remaining, upper)
-
-
 @dataclass
 class Plan:
     """Filled in by `decide` inside the reservation's transaction (which may decide more than once)."""
@@ -155,65 +153,73 @@ class Plan:
 
     def decide(self, standings: list[Standing]) -> dict[uuid.UUID, int]:
         ask = self.ask
+        prices, model_max, prompt = ask.prices, ask.model_max, ask.prompt_tokens
         self.cap = None
-        priced = _priced(ask.prices, ask.model_max)
+        priced = _priced(prices, model_max)
         if not priced:
             for standing in standings:
                 if standing.limit.metric == "cost" and not standing.limit.allow_unpriced:
                     raise _unpriced(standing.limit)
-        cap = ask.own_cap if ask.own_cap is not None else ask.model_max
-        if ask.own_cap is None and ask.model_max:
+        cap = ask.own_cap if ask.own_cap is not None else model_max
+        if ask.own_cap is None and model_max:
             for standing in standings:
                 metric = standing.limit.metric
                 if metric == "cost" and priced:
-                    cap = min(cap, _largest_cost_fit(ask, standing.remaining, cap))
+                    assert prices is not None
+                    fit = largest_completion_within(prices, prompt, ask.markup_bps, standing.remaining, cap)
+                    cap = min(cap, fit)
                 elif metric == "tokens":
-                    cap = min(cap, standing.remaining - ask.prompt_tokens)
+                    cap = min(cap, standing.remaining - prompt)
             if cap < 1:
                 cap = max(cap, 0)  # nothing fits: the check below refuses with the tightest limit
-            elif cap < ask.model_max:
+            elif cap < model_max:
                 self.cap = cap
-        needs: dict[uuid.UUID, int] = {}
+        # Needs by position in `standings` until the end: a limit's id (a UUID) hashes in Python.
+        needs: list[int] = []
         refused: list[tuple[Standing, int]] = []
+        nothing_fits = model_max != 0 and cap < 1  # refuses every limit but a requests one
         cost = None
         for standing in standings:
-            limit = standing.limit
-            if limit.metric == "requests":
+            metric = standing.limit.metric
+            if metric == "requests":
                 need = 1
-            elif limit.metric == "tokens":
-                need = ask.prompt_tokens + cap
+            elif metric == "tokens":
+                need = prompt + cap
             else:
                 if cost is None:
                     cost = _cost(ask, cap) if priced else 0
                 need = cost
-            if need > standing.remaining or (limit.metric != "requests" and ask.model_max and cap < 1):
+            if need > standing.remaining or (nothing_fits and metric != "requests"):
                 refused.append((standing, need))
-            needs[limit.id] = need
-        now = utcnow()
+            needs.append(need)
         if refused:
-            raise _refusal(refused, standings, now)
+            raise _refusal(refused, standings, utcnow())
         if ask.fallbacks:
             bound = ask.own_cap if ask.own_cap is not None else self.cap
             self.covered = _cover_fallbacks(ask, standings, needs, bound)
-        self.headers = _headers(standings, needs, now)
+        self.headers = _headers(standings, needs)
         if self.cap is not None:
             self.headers["x-switchboard-max-tokens"] = str(self.cap)
-        return needs
+        by_id: dict[uuid.UUID, int] = {}  # a loop, not a comprehension: no function frame (3.11)
+        for standing, need in zip(standings, needs, strict=True):
+            by_id[standing.limit.id] = need
+        return by_id
 
 
 def _cover_fallbacks(
-    ask: Ask, standings: list[Standing], needs: dict[uuid.UUID, int], cap: int | None
+    ask: Ask, standings: list[Standing], needs: list[int], cap: int | None
 ) -> tuple[bool, ...]:
-    """Raises `needs` to the worst case of every fallback model that fits what each limit has left,
-    and says which do. The first route's needs (already in `needs`) decided the cap and the refusal:
-    a pricier fallback never shrinks the answer the first route may give, it only goes unused."""
+    """Raises `needs` (by position in `standings`) to the worst case of every fallback model that fits
+    what each limit has left, and says which do. The first route's needs (already in `needs`) decided
+    the cap and the refusal: a pricier fallback never shrinks the answer the first route may give, it
+    only goes unused."""
     covered = []
     for fallback in ask.fallbacks:
         # The answer is bounded by the cap in the request (the caller's or the gateway's), else by
         # the fallback model's own largest answer.
         completion = min(cap, fallback.model_max) if cap is not None else fallback.model_max
         priced = _priced(fallback.prices, fallback.model_max)
-        asks: list[tuple[uuid.UUID, int]] = []
+        asks: list[int] = []
         for standing in standings:
             limit = standing.limit
             if limit.metric == "requests":
@@ -228,11 +234,11 @@ def _cover_fallbacks(
                 break  # a cost limit that admits priced models only: this model cannot be metered
             if need > standing.remaining:
                 break
-            asks.append((limit.id, need))
+            asks.append(need)
         else:
-            for limit_id, need in asks:
-                if need > needs[limit_id]:
-                    needs[limit_id] = need
+            for index, need in enumerate(asks):
+                if need > needs[index]:
+                    needs[index] = need
             covered.append(True)
             continue
         covered.append(False)
@@ -266,7 +272,7 @@ def _refusal(
     wait, limit = max(waits, key=lambda pair: pair[0])
     # OpenAI sends its x-ratelimit-* on a 429 too, and clients read them there; the refused call
     # holds nothing, so what they say is what is left without it.
-    headers = _headers(standings, dict.fromkeys((s.limit.id for s in standings), 0), now)
+    headers = _headers(standings, [0] * len(standings), now)
     headers.pop("x-switchboard-budget-remaining", None)
     headers["Retry-After"] = retry_after(wait)
     return LimitRateExceeded(
@@ -276,26 +282,42 @@ def _refusal(
     )
 
 
-def _headers(standings: list[Standing], needs: dict[uuid.UUID, int], now: datetime) -> dict[str, str]:
-    """OpenAI's x-ratelimit-* for the tightest requests and tokens limits, and the budget left."""
+# Per metric with OpenAI's headers, in the order they are sent: its limit, remaining and reset names.
+_RATE_HEADERS = {
+    metric: (f"x-ratelimit-limit-{metric}", f"x-ratelimit-remaining-{metric}", f"x-ratelimit-reset-{metric}")
+    for metric in ("requests", "tokens")
+}
+
+
+def _headers(standings: list[Standing], needs: Sequence[int], now: datetime | None = None) -> dict[str, str]:
+    """OpenAI's x-ratelimit-* for the tightest requests and tokens limits, and the budget left.
+
+    `needs`: by position in `standings`. `now` is read here only for a calendar window's reset (a
+    rolling one's is its refill time): most calls have none among their requests and tokens limits."""
     tightest: dict[str, tuple[int, Limit]] = {}  # metric -> (left after this call, limit)
-    for standing in standings:
+    for standing, need in zip(standings, needs, strict=True):
         limit = standing.limit
-        left = standing.remaining - needs[limit.id]
+        left = standing.remaining - need
         found = tightest.get(limit.metric)
         if found is None or left < found[0]:
             tightest[limit.metric] = (left, limit)
     headers: dict[str, str] = {}
-    for metric in ("requests", "tokens"):
-        if metric in tightest:
-            left, limit = tightest[metric]
-            left = max(left, 0)
-            headers[f"x-ratelimit-limit-{metric}"] = str(limit.amount)
-            headers[f"x-ratelimit-remaining-{metric}"] = str(left)
-            reset = ledger.reset_seconds(limit, limit.amount - left, now)
-            headers[f"x-ratelimit-reset-{metric}"] = openai_duration(reset)
-    if "cost" in tightest:
-        headers["x-switchboard-budget-remaining"] = str(max(tightest["cost"][0], 0))
+    for metric, (limit_name, remaining_name, reset_name) in _RATE_HEADERS.items():
+        found = tightest.get(metric)
+        if found is not None:
+            left, limit = found
+            left = left if left > 0 else 0
+            headers[limit_name] = str(limit.amount)
+            headers[remaining_name] = str(left)
+            if limit.rolling:
+                reset = ledger.refill_seconds(limit, limit.amount - left)
+            else:
+                now = now if now is not None else utcnow()
+                reset = ledger.reset_seconds(limit, limit.amount - left, now)
+            headers[reset_name] = openai_duration(reset)
+    found = tightest.get("cost")
+    if found is not None:
+        headers["x-switchboard-budget-remaining"] = str(found[0] if found[0] > 0 else 0)
     return headers
 
 

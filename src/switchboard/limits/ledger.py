@@ -222,9 +222,15 @@ async def status_of(source: AsyncEngine | AsyncConnection, limit: Limit) -> Stat
     return Status(used=used, reserved=reserved, remaining=remaining, resets_at=reset)
 
 
+def refill_seconds(limit: Limit, used_after: int) -> float:
+    """Until a rolling window's bucket has refilled `used_after`, to the microsecond (as the bucket's
+    refill time is): no clock needed."""
+    return round(used_after * ROLLING_SECONDS[limit.window] / max(limit.amount, 1), 6)
+
+
 def reset_seconds(limit: Limit, used_after: int, now: datetime) -> float:
     """Until the limit is whole again: a bucket's refill of `used_after`; a calendar window's reset."""
-    if limit.rolling:  # to the microsecond, as the bucket's refill time is
-        return round(used_after * ROLLING_SECONDS[limit.window] / max(limit.amount, 1), 6)
+    if limit.rolling:
+        return refill_seconds(limit, used_after)
     reset = resets_at(limit.window, now)
     return (reset - now).total_seconds() if reset is not None else 0.0

@@ -58,29 +58,36 @@ def _calendar_end(window: str, start: datetime) -> datetime:
 
 
 # Per calendar window, the last (start, end) found: calls within one day or month get the same start
-# object back, which the ledger's statements then convert to the database's form only once.
+# object back, which the ledger's statements then convert to the database's form only once, and the
+# same end, which the headers of every call under a day or month limit count down to.
 _CURRENT: dict[str, tuple[datetime, datetime]] = {}
+
+
+def _calendar(window: str, now: datetime) -> tuple[datetime, datetime]:
+    """The UTC day or month `now` falls in, as (start, end)."""
+    if now.tzinfo is not UTC:  # the calendar is UTC's; other zones are not remembered
+        start = _calendar_start(window, now)
+        return start, _calendar_end(window, start)
+    current = _CURRENT.get(window)
+    if current is not None and current[0] <= now < current[1]:
+        return current
+    start = _calendar_start(window, now)
+    current = _CURRENT[window] = (start, _calendar_end(window, start))
+    return current
 
 
 def window_start(window: str, now: datetime) -> datetime:
     """The key of the counter `now` falls in: the UTC day or month, else EPOCH (one row)."""
     if window != "day" and window != "month":
         return EPOCH
-    if now.tzinfo is not UTC:  # the calendar is UTC's; other zones are not remembered
-        return _calendar_start(window, now)
-    current = _CURRENT.get(window)
-    if current is not None and current[0] <= now < current[1]:
-        return current[0]
-    start = _calendar_start(window, now)
-    _CURRENT[window] = (start, _calendar_end(window, start))
-    return start
+    return _calendar(window, now)[0]
 
 
 def resets_at(window: str, now: datetime) -> datetime | None:
     """When a calendar window starts over; for a rolling one, when its bucket would be full again
     is said by `bucket_full_at`; `total` never resets."""
     if window == "day" or window == "month":
-        return _calendar_end(window, window_start(window, now))
+        return _calendar(window, now)[1]
     return None
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import functools
 import os
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from switchboard.cache.entry import CachedAnswer
+from switchboard.config_file import ModelEntry
 from switchboard.errors import LimitRefused
 from switchboard.idempotency.service import Claim, StoredResponse
 from switchboard.limits import enforce
@@ -22,6 +24,7 @@ from switchboard.llm.outcomes import build_outcome
 from switchboard.llm.prompt_bound import prompt_bound
 from switchboard.llm.services import Pipeline
 from switchboard.metering.outcome import CallOutcome
+from switchboard.metering.pricing import Prices
 from switchboard.observability import events
 from switchboard.routing.route import Route
 from switchboard.settlement import recovery
@@ -56,7 +59,7 @@ async def _fallbacks(pipeline: Pipeline, attempt: Attempt, with_prices: bool) ->
             continue
         prices = None
         if with_prices:
-            prices, _ = await pipeline.call_sink.price_of(call.economy_id, model.provider, model.model)
+            prices, _ = await _price_of(pipeline, call.economy_id, model)
         fallbacks[key] = enforce.Fallback(key, prices, model_max(call.endpoint, model))
     return tuple(fallbacks.values())
 
@@ -87,6 +90,15 @@ def _same(record: RecoveryRecord) -> RecoveryRecord:
     return record
 
 
+async def _price_of(pipeline: Pipeline, economy_id: uuid.UUID, model: ModelEntry) -> tuple[Prices, int]:
+    """The model's prices and the economy's markup, from memory when the usage writer keeps them:
+    awaiting the writer's read costs every call under a cost limit a chain of coroutines."""
+    kept = pipeline.call_sink.kept_price_of(economy_id, model.provider, model.model)
+    if kept is not None:
+        return kept
+    return await pipeline.call_sink.price_of(economy_id, model.provider, model.model)
+
+
 async def _ask(
     pipeline: Pipeline, attempt: Attempt, limits: Sequence[Limit]
 ) -> tuple[enforce.Ask, tuple[enforce.Fallback, ...]]:
@@ -94,8 +106,7 @@ async def _ask(
     prices, markup = None, 0
     costed = any(limit.metric == "cost" for limit in limits)
     if costed:
-        model = attempt.model
-        prices, markup = await pipeline.call_sink.price_of(call.economy_id, model.provider, model.model)
+        prices, markup = await _price_of(pipeline, call.economy_id, attempt.model)
     fallbacks = await _fallbacks(pipeline, attempt, costed) if len(call.routes) > 1 else ()
     ask = enforce.Ask(
         endpoint=call.endpoint,

@@ -49,8 +49,12 @@ _IMAGES = frozenset({"image_url", "input_image", "image"})
 # Parts that carry a document or a file: their bytes count as text, plus one image (a PDF page).
 _FILES = frozenset({"file", "input_file", "document"})
 
-_WALKED = ("messages", "system", "instructions", "input", "prompt")
-_AS_JSON = ("tools", "functions", "response_format", "text", "tool_choice")
+# What each field of a request counts as (`_WALKED`: its strings; `_AS_JSON`: its JSON); the body
+# is walked by its own keys, fewer than these on most calls.
+_WALKED = frozenset({"messages", "system", "instructions", "input", "prompt"})
+_FRAMED = frozenset({"messages", "input"})  # a list of messages or items: each framed
+_AS_JSON = frozenset({"tools", "functions", "response_format", "text", "tool_choice"})
+_TOOLS = frozenset({"tools", "functions"})
 
 
 def image_tokens(models: Iterable[tuple[str, str]]) -> int:
@@ -64,20 +68,19 @@ def image_tokens(models: Iterable[tuple[str, str]]) -> int:
 
 def prompt_bound(body: dict[str, Any], models: Iterable[tuple[str, str]]) -> int:
     """The most prompt tokens any of `models` can bill for `body` (see the module's docstring)."""
-    total, images = REQUEST_TOKENS, 0
-    for name in _WALKED:
-        value = body.get(name)
-        if value is None:
-            continue
-        if isinstance(value, list) and name in ("messages", "input"):
-            total += MESSAGE_TOKENS * sum(isinstance(item, dict) for item in value)
-        size, found = _size(value)
-        total, images = total + size, images + found
-    for name in _AS_JSON:
-        value = body.get(name)
-        if value:  # no tools, no schema: nothing to render
+    total, images, tools = REQUEST_TOKENS, 0, False
+    for name, value in body.items():
+        if name in _WALKED:
+            if value is None:
+                continue
+            if name in _FRAMED and isinstance(value, list):
+                total += MESSAGE_TOKENS * sum(isinstance(item, dict) for item in value)
+            size, found = _size(value)
+            total, images = total + size, images + found
+        elif name in _AS_JSON and value:  # no tools, no schema: nothing to render
             total += len(orjson.dumps(value))
-    if body.get("tools") or body.get("functions"):
+            tools = tools or name in _TOOLS
+    if tools:
         total += TOOLS_TOKENS
     if images:
         total += images * image_tokens(models)
@@ -87,7 +90,8 @@ def prompt_bound(body: dict[str, Any], models: Iterable[tuple[str, str]]) -> int
 def _size(value: Any) -> tuple[int, int]:
     """(text bytes plus one a string, images) in `value`: every string, a dict's keys included.
 
-    Strings, most of what a request holds, are counted in the loop rather than by a call each."""
+    Strings, most of what a request holds, are counted in the loop rather than by a call each
+    (`isascii()` reads a flag: an ASCII string's length is its UTF-8 size, without a copy)."""
     size = images = 0
     if isinstance(value, dict):
         kind = value.get("type")
@@ -96,16 +100,17 @@ def _size(value: Any) -> tuple[int, int]:
         if kind in _FILES:
             images = 1
         for key, item in value.items():
-            size += _utf8(key)  # keys too: an Anthropic tool call's `input` is an object, rendered as JSON
+            # keys too: an Anthropic tool call's `input` is an object, rendered as JSON
+            size += len(key) if key.isascii() else len(key.encode())
             if type(item) is str:
-                size += _utf8(item) + 1
+                size += (len(item) if item.isascii() else len(item.encode())) + 1
             elif item is not None:
                 more, found = _size(item)
                 size, images = size + more, images + found
     elif isinstance(value, list):
         for item in value:
             if type(item) is str:
-                size += _utf8(item) + 1
+                size += (len(item) if item.isascii() else len(item.encode())) + 1
             else:
                 more, found = _size(item)
                 size, images = size + more, images + found

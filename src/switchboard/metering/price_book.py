@@ -107,6 +107,18 @@ class PriceBook:
         self._economies.update(found)
         return self._economies
 
+    def kept_with_markup(self, economy_id: uuid.UUID, provider: str, model: str) -> tuple[Prices, int] | None:
+        """A reservation's prices and its economy's markup when both are kept and the economies are
+        not due a re-read (`economies` would answer from memory): no await, every call under a cost
+        limit asks. None: ask `economies` and `prices`."""
+        if time.monotonic() >= self._until or cache_generation(self._engine) != self._generation:
+            return None
+        economy = self._economies.get(economy_id)
+        prices = self._prices.get((economy_id, provider, model, None))
+        if economy is None or prices is None:
+            return None
+        return prices, economy.markup_bps
+
     def kept(self, record: Priced) -> Prices | None:
         """The prices already resolved for this record's economy and model (no await: per record)."""
         return self._prices.get((record.economy_id, record.provider, record.model, priced_tier(record)))

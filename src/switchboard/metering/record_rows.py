@@ -63,6 +63,10 @@ class RecordRows:
             rows.append(self.row(pending, prices, economy.markup_bps if economy is not None else 0))
         return rows
 
+    def kept_price_of(self, economy_id: uuid.UUID, provider: str, model: str) -> tuple[Prices, int] | None:
+        """`price_of` without an await when the book has both kept; None: await `price_of`."""
+        return self.book.kept_with_markup(economy_id, provider, model)
+
     async def price_of(self, economy_id: uuid.UUID, provider: str, model: str) -> tuple[Prices, int]:
         """The prices and markup a record of this call will be costed with (for a limit's estimate)."""
         economy = (await self.book.economies({economy_id})).get(economy_id)

@@ -275,6 +275,10 @@ class UsageWriter(Generic[S]):
             if not pending.done.done():
                 pending.done.set_result(None)
 
+    def kept_price_of(self, economy_id: uuid.UUID, provider: str, model: str) -> tuple[Prices, int] | None:
+        """`price_of` from memory, without an await; None when it must be read."""
+        return self._rows.kept_price_of(economy_id, provider, model)
+
     async def price_of(self, economy_id: uuid.UUID, provider: str, model: str) -> tuple[Prices, int]:
         """The prices and markup a record of this call will be costed with (for a limit's estimate)."""
         return await self._rows.price_of(economy_id, provider, model)

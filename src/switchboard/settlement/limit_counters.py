@@ -174,15 +174,17 @@ def drawn_parts(actuals: Sequence[Actual]) -> list[allowance_rows.Part]:
 
 async def count(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
     """Adds finished calls' usage to their limits' counters."""
-    totals: dict[tuple[uuid.UUID, datetime], list[Any]] = {}
+    # Keyed by the limit id's integer, in the same order as the id: a UUID hashes and compares in
+    # Python, an int in C.
+    totals: dict[tuple[int, datetime], list[Any]] = {}  # -> [used, limit id, refill rate]
     for actual in actuals:
-        limit = actual.limit
         if not actual.amount:
             continue
-        key = (limit.id, window_start(limit.window, actual.at))
+        limit = actual.limit
+        key = (limit.id.int, window_start(limit.window, actual.at))
         found = totals.get(key)
         if found is None:
-            totals[key] = [actual.amount, refill_rate(limit)]
+            totals[key] = [actual.amount, limit.id, refill_rate(limit)]
         else:
             found[0] += actual.amount
     if not totals:
@@ -198,6 +200,6 @@ async def count(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
                 "b_updated_at": now,
                 "b_rate": rate,
             }
-            for (limit_id, start), (used, rate) in sorted(totals.items())
+            for (_, start), (used, limit_id, rate) in sorted(totals.items())
         ],
     )

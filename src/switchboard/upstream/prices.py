@@ -122,6 +122,9 @@ def litellm_knows_cache_prices(provider: str, model: str) -> bool:
     )
 
 
+# Every call under a limit asks (llm/call_attempt.model_max). The map is read once per process
+# (`_cost_map`), so an answer never goes stale; bounded because a caller may name any model.
+@functools.lru_cache(maxsize=4096)
 def litellm_max_output(provider: str, model: str) -> int | None:
     """The model's largest answer in tokens, as litellm's map knows it."""
     cost_map = _cost_map()
