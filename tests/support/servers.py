@@ -26,6 +26,11 @@ class ServerThread:
             loop="asyncio",
             http="h11",
             timeout_graceful_shutdown=5,
+            # Longer than the gateway keeps an idle provider connection (upstream/connection_pool's
+            # KEEPALIVE_SECONDS), as providers' front ends are: with uvicorn's 5 s, a pooled connection
+            # reused just as the server closes it ends the call with a 502 (never sent twice, SPEC §21),
+            # which a loaded machine's pauses made happen in the middle of a test.
+            timeout_keep_alive=75,
         )
         self.server = uvicorn.Server(config)
         self.loop: asyncio.AbstractEventLoop | None = None
