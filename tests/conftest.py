@@ -12,6 +12,7 @@ import anthropic
 import openai
 import pytest
 
+from tests.support import cpu_report
 from tests.support.databases import DatabaseFactory
 from tests.support.gateway import Gateway, User, build_settings, start_gateway, write_config
 from tests.support.recorder import RECORDER
@@ -136,6 +137,10 @@ def anthropic_sdk(gateway: Gateway, user: User) -> Iterator[anthropic.Anthropic]
     """The anthropic SDK as `user` of the test's `gateway` (each module's own `user` fixture)."""
     with anthropic_client(gateway, user) as client:
         yield client
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    cpu_report.register(config)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
