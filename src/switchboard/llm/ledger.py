@@ -17,7 +17,7 @@ from switchboard.config_file import ModelEntry
 from switchboard.errors import LimitRefused
 from switchboard.idempotency.service import Claim, StoredResponse
 from switchboard.limits import enforce
-from switchboard.limits.enforce import Hold
+from switchboard.limits.hold import Hold
 from switchboard.limits.rules import Limit
 from switchboard.llm.call_attempt import Attempt, model_max
 from switchboard.llm.outcomes import build_outcome

@@ -1,0 +1,56 @@
+"""A running call's reservation against its limits (SPEC §13), as `enforce.reserve` returns it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from switchboard.limits.allowances import Allowance, Flight
+from switchboard.limits.leases import HoldLeases
+from switchboard.limits.rules import Limit
+
+
+@dataclass(eq=False)
+class Hold:
+    """A running call's reservation; ended by the settlement that writes its usage record.
+
+    `call_id` names the hold rows: the call's own id, or, for a call admitted on an allowance
+    (limits/allowances.py), the allowance's, which its settlement draws what it used from."""
+
+    call_id: str
+    limits: tuple[Limit, ...]
+    headers: dict[str, str]
+    _leases: HoldLeases | None = field(default=None, repr=False)
+    _allowance: Allowance | None = field(default=None, repr=False)
+    _flight: Flight | None = field(default=None, repr=False)
+
+    @property
+    def drawn(self) -> bool:
+        """Admitted on an allowance: its settlement draws from the allowance's rows."""
+        return self._flight is not None
+
+    def settling(self) -> str | None:
+        """The settlement is about to be handed over: the upkeep leaves the call alone from now on.
+        Returns the row the upkeep left the call's record on, which the settlement deletes, if any."""
+        flight = self._flight
+        if flight is None:
+            return None
+        flight.settling = True
+        return flight.name if flight.recorded else None
+
+    async def stop(self, used: Sequence[int] | None = None) -> None:
+        """The call settled (`used`: what it counted per limit; None when that is unknown): its lease
+        is no longer renewed, and an allowance it ran on has its worst case back less what it used."""
+        if self._leases is not None:
+            self._leases.discard(self.call_id)
+        if self._allowance is not None:
+            self._allowance.ended(self._flight, used)
+
+    def follow(self, call: object) -> str | None:
+        """The call moved on to another attempt: returns the row whose record recovery would read,
+        to be replaced (None: none written yet; an allowance's call's record is built when needed)."""
+        flight = self._flight
+        if flight is None:
+            return self.call_id
+        flight.call = lambda: call
+        return flight.name if flight.recorded else None
