@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,7 +15,15 @@ import pytest
 
 from tests.support import cpu_report
 from tests.support.databases import DatabaseFactory
-from tests.support.gateway import Gateway, User, build_settings, start_gateway, write_config
+from tests.support.gateway import (
+    RUNNING,
+    Gateway,
+    User,
+    build_settings,
+    start_gateway,
+    stop_gateways,
+    write_config,
+)
 from tests.support.recorder import RECORDER
 from tests.support.scheduling import longest_groups_first
 from tests.support.sdks import anthropic_client, openai_client
@@ -89,10 +98,11 @@ def default_test_config(provider_url: str) -> dict[str, Any]:
 GatewayFactory = Callable[..., Gateway]
 
 
-@pytest.fixture(scope="session")
-def make_gateway(
+@contextlib.contextmanager
+def gateway_factory(
     session_dir: Path, databases: DatabaseFactory, fake_provider: Any
 ) -> Iterator[GatewayFactory]:
+    """Starts gateways on demand and stops them all when it ends."""
     started: list[Gateway] = []
 
     def factory(
@@ -112,17 +122,46 @@ def make_gateway(
         started.append(gateway)
         return gateway
 
-    yield factory
-    for gateway in started:
-        gateway.stop(wait=False)
-    for gateway in started:
-        gateway.server.join()
+    try:
+        yield factory
+    finally:
+        stop_gateways(started)
 
 
 @pytest.fixture(scope="session")
-def gateway(make_gateway: GatewayFactory) -> Gateway:
+def make_session_gateway(
+    session_dir: Path, databases: DatabaseFactory, fake_provider: Any
+) -> Iterator[GatewayFactory]:
+    """For the few gateways the tests of several files share (`gateway`, a package's own)."""
+    with gateway_factory(session_dir, databases, fake_provider) as factory:
+        yield factory
+
+
+@pytest.fixture(scope="module")
+def make_gateway(
+    session_dir: Path, databases: DatabaseFactory, fake_provider: Any
+) -> Iterator[GatewayFactory]:
+    """A test file's own gateways, stopped when its last test has run: an idle gateway still runs its
+    background loops in the worker's process and holds its sockets and database files open, and a
+    worker runs hundreds of files."""
+    with gateway_factory(session_dir, databases, fake_provider) as factory:
+        yield factory
+
+
+@pytest.fixture(scope="module", autouse=True)
+def close_shared_gateway_clients() -> Iterator[None]:
+    """After a test file, the clients its users made to gateways that outlive it (`gateway`, a
+    package's own): a client keeps its socket open, and the shared gateways serve hundreds of files'
+    users. Set up before, so torn down after, the file's own fixtures; no session fixture makes users."""
+    yield
+    for gateway in RUNNING:
+        gateway.close_clients()
+
+
+@pytest.fixture(scope="session")
+def gateway(make_session_gateway: GatewayFactory) -> Gateway:
     """The shared gateway: tests isolate themselves by using fresh users and rooms."""
-    return make_gateway()
+    return make_session_gateway()
 
 
 @pytest.fixture

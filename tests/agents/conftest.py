@@ -49,9 +49,9 @@ def agents_test_config(provider_url: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def gateway(make_gateway: GatewayFactory, fake_provider: Any) -> Gateway:
+def gateway(make_session_gateway: GatewayFactory, fake_provider: Any) -> Gateway:
     """One gateway for the agents tests, with the seed agents above in its config."""
-    return make_gateway(config=agents_test_config(fake_provider.base_url))
+    return make_session_gateway(config=agents_test_config(fake_provider.base_url))
 
 
 def make_spec(**overrides: Any) -> dict[str, Any]:

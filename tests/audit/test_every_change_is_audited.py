@@ -307,7 +307,7 @@ RECIPES: dict[tuple[str, str], tuple[str, Recipe]] = {
 
 
 def mutating_routes(gateway: Gateway) -> list[tuple[str, str]]:
-    document = httpx.get(f"{gateway.url}/openapi.json").json()
+    document = gateway.client().get("/openapi.json").json()
     return sorted(
         (method.upper(), path)
         for path, operations in document["paths"].items()

@@ -9,6 +9,6 @@ from tests.support.gateway import Gateway
 
 
 @pytest.fixture(scope="session")
-def strict_gateway(make_gateway: GatewayFactory) -> Gateway:
+def strict_gateway(make_session_gateway: GatewayFactory) -> Gateway:
     """SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS=false, as in production."""
-    return make_gateway(env={"SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "false"})
+    return make_session_gateway(env={"SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS": "false"})

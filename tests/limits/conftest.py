@@ -38,9 +38,9 @@ def limits_config(provider_url: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def limits_gateway(make_gateway: GatewayFactory, fake_provider: Any) -> Gateway:
+def limits_gateway(make_session_gateway: GatewayFactory, fake_provider: Any) -> Gateway:
     """Its own gateway: limits on `default` made here never reach another package's tests."""
-    return make_gateway(config=limits_config(fake_provider.base_url))
+    return make_session_gateway(config=limits_config(fake_provider.base_url))
 
 
 @pytest.fixture()

@@ -42,9 +42,9 @@ def metering_config(provider_url: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def metering_gateway(make_gateway: GatewayFactory, fake_provider: Any) -> Gateway:
+def metering_gateway(make_session_gateway: GatewayFactory, fake_provider: Any) -> Gateway:
     """Shared by the metering tests; each test isolates itself with fresh users and economies."""
-    return make_gateway(config=metering_config(fake_provider.base_url))
+    return make_session_gateway(config=metering_config(fake_provider.base_url))
 
 
 @pytest.fixture()

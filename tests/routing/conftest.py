@@ -42,9 +42,9 @@ def routing_config(provider_url: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def routing_gateway(make_gateway: GatewayFactory, fake_provider: Any) -> Gateway:
+def routing_gateway(make_session_gateway: GatewayFactory, fake_provider: Any) -> Gateway:
     """Shared by the routing tests; each isolates itself with fresh users, keys and models."""
-    return make_gateway(config=routing_config(fake_provider.base_url))
+    return make_session_gateway(config=routing_config(fake_provider.base_url))
 
 
 def key(behaviour: str = "ok") -> str:

@@ -81,10 +81,33 @@ class Gateway:
         token = self.tokens.mint(sub=sub, role=role, **claims)
         return User(id=sub, role=role, token=token, client=self.client(token))
 
-    def stop(self, *, wait: bool = True) -> None:
+    def __post_init__(self) -> None:
+        RUNNING.append(self)
+
+    def close_clients(self) -> None:
+        """Closes the HTTP clients made so far (users' included): each holds a kept-alive socket."""
         for client in self._clients:
             client.close()
+        self._clients.clear()
+
+    def stop(self, *, wait: bool = True) -> None:
+        self.close_clients()
+        RUNNING[:] = [gateway for gateway in RUNNING if gateway is not self]
         self.server.stop(wait=wait)
+
+
+# The gateways of this process not stopped yet: a test file's clients of the gateways its tests share
+# with other files are closed after its last test (tests/conftest.py).
+RUNNING: list[Gateway] = []
+
+
+def stop_gateways(gateways: list[Gateway]) -> None:
+    """Asks every gateway to stop, then waits for them, so that their graceful shutdowns overlap."""
+    for gateway in gateways:
+        gateway.stop(wait=False)
+    for gateway in gateways:
+        gateway.server.join()
+    gateways.clear()
 
 
 def write_config(directory: Path, config: dict[str, Any] | str) -> Path:

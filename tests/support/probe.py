@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import uuid
 from collections import Counter
@@ -19,7 +20,7 @@ from switchboard.auth.dependencies import CurrentPrincipal
 from switchboard.auth.tokens import TokenCodec
 from switchboard.errors import ServiceUnavailable
 from tests.support.databases import DatabaseFactory
-from tests.support.gateway import Gateway, TokenFactory, build_settings, write_config
+from tests.support.gateway import Gateway, TokenFactory, build_settings, stop_gateways, write_config
 from tests.support.servers import ServerThread
 
 
@@ -116,9 +117,9 @@ def start_probe_gateway(data_dir: Path, database_url: str, env: dict[str, str] |
 ProbeFactory = Callable[..., Gateway]
 
 
-@pytest.fixture(scope="session")
-def make_probe_gateway(session_dir: Path, databases: DatabaseFactory) -> Iterator[ProbeFactory]:
-    """Gateways with the probe router; `database_url=` shares one database between instances."""
+@contextlib.contextmanager
+def probe_gateway_factory(session_dir: Path, databases: DatabaseFactory) -> Iterator[ProbeFactory]:
+    """Starts probe gateways on demand and stops them all when it ends."""
     started: list[Gateway] = []
 
     def factory(env: dict[str, str] | None = None, database_url: str | None = None) -> Gateway:
@@ -128,11 +129,21 @@ def make_probe_gateway(session_dir: Path, databases: DatabaseFactory) -> Iterato
         started.append(gateway)
         return gateway
 
-    yield factory
-    for gateway in started:
-        gateway.stop()
+    try:
+        yield factory
+    finally:
+        stop_gateways(started)
+
+
+@pytest.fixture(scope="module")
+def make_probe_gateway(session_dir: Path, databases: DatabaseFactory) -> Iterator[ProbeFactory]:
+    """A test file's gateways with the probe router, stopped after its last test; `database_url=`
+    shares one database between instances."""
+    with probe_gateway_factory(session_dir, databases) as factory:
+        yield factory
 
 
 @pytest.fixture(scope="session")
-def probe_gateway(make_probe_gateway: ProbeFactory) -> Gateway:
-    return make_probe_gateway()
+def probe_gateway(session_dir: Path, databases: DatabaseFactory) -> Iterator[Gateway]:
+    with probe_gateway_factory(session_dir, databases) as factory:
+        yield factory()

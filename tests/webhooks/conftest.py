@@ -37,8 +37,8 @@ def receiver() -> Iterator[WebhookReceiver]:
 
 
 @pytest.fixture(scope="session")
-def hooks_gateway(make_gateway: GatewayFactory, fake_provider: Any) -> Gateway:
-    return make_gateway(
+def hooks_gateway(make_session_gateway: GatewayFactory, fake_provider: Any) -> Gateway:
+    return make_session_gateway(
         config=webhooks_config(fake_provider.base_url),
         env={"SWITCHBOARD_WEBHOOK_FIRST_RETRY_SECONDS": FIRST_RETRY},
     )
