@@ -213,13 +213,15 @@ def test_a_busy_process_is_granted_an_allowance_its_calls_draw_from_and_returns_
             assert all(r.status_code == 200 for r in await asyncio.gather(*wave1))
 
         asyncio.run(run())
-        # No call for a second: the allowance goes back, well before its 30 s lease could run out.
-        wait_for(
-            lambda: not allowance_rows(database, ids["cost"]), "the idle allowance was never returned", 20
-        )
+        # The last call's settlement gave the whole allowance back, committed before its answer went
+        # out: `reserved` is 0 as soon as the last answer is produced (SPEC §13), on every limit.
         final = limit_status(url, admin, ids["cost"])
         assert (final["used"], final["reserved"]) == (str(10 * ACTUAL), "0")
-        wait_for(lambda: not holds(database), "holds were left behind")
+        assert limit_status(url, admin, ids["requests"])["reserved"] == "0"  # a bucket: `used` refills
+        for metric in ("cost", "requests"):
+            assert set(allowance_rows(database, ids[metric]).values()) <= {0}
+        # No call for a second: the empty rows go too, well before their 30 s lease could run out.
+        wait_for(lambda: not holds(database), "holds were left behind", 20)
 
 
 def test_shutdown_returns_the_allowance_once_its_calls_settled(

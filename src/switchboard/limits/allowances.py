@@ -66,6 +66,7 @@ class Allowance:
         self.flights: dict[str, Flight] = {}
         self._numbers = itertools.count()
         self.in_flight = 0  # calls in flight under these limits, on the allowance or not
+        self.unsettled = 0  # of those, the calls whose settlement has not been handed over yet
         self.peak = [0] * count  # the largest worst case seen per limit: what a grant counts in
         self.used_at = time.monotonic()
         self.grant_after = 0.0  # monotonic: no grant before (a grant that found little left waits)
@@ -105,9 +106,27 @@ class Allowance:
 
     def started(self, needs: Sequence[int] | None = None) -> None:
         self.in_flight += 1
+        self.unsettled += 1
         self.used_at = time.monotonic()
         if needs is not None:
             self.peak = [max(peak, need) for peak, need in zip(self.peak, needs, strict=True)]
+
+    def settling(self) -> list[rows.Part]:
+        """A call under these limits hands over its settlement. The last one running gives back all
+        the allowance holds, in its own settlement: `reserved` is back to 0 as soon as the last answer
+        is produced (SPEC §13), not at the next upkeep. The parts draw whole rows (their own call's
+        usage is drawn as well: a row never goes below 0); a grant committed meanwhile keeps what the
+        call did not use, as memory does (`ended`)."""
+        self.unsettled -= 1
+        if self.unsettled or not self.stored or not any(self.granted):
+            return []
+        parts = [
+            (limit.id, self.name, granted)
+            for limit, granted in zip(self.limits, self.granted, strict=True)
+            if granted
+        ]
+        self.granted = [0] * len(self.limits)
+        return parts
 
     def ended(self, flight: Flight | None, used: Sequence[int] | None) -> None:
         """A call under these limits settled. On the allowance: its worst case is free again, less

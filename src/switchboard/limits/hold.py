@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from switchboard.limits.allowance_rows import Part
 from switchboard.limits.allowances import Allowance, Flight
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.rules import Limit
@@ -29,14 +30,17 @@ class Hold:
         """Admitted on an allowance: its settlement draws from the allowance's rows."""
         return self._flight is not None
 
-    def settling(self) -> str | None:
+    def settling(self) -> tuple[str | None, list[Part]]:
         """The settlement is about to be handed over: the upkeep leaves the call alone from now on.
-        Returns the row the upkeep left the call's record on, which the settlement deletes, if any."""
+        Returns the row the upkeep left the call's record on, which the settlement deletes, if any,
+        and what the settlement gives back of the allowance on its limits (the last call running on
+        them gives it all back)."""
+        returned = self._allowance.settling() if self._allowance is not None else []
         flight = self._flight
         if flight is None:
-            return None
+            return None, returned
         flight.settling = True
-        return flight.name if flight.recorded else None
+        return (flight.name if flight.recorded else None), returned
 
     async def stop(self, used: Sequence[int] | None = None) -> None:
         """The call settled (`used`: what it counted per limit; None when that is unknown): its lease

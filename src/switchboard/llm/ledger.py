@@ -213,13 +213,15 @@ async def settle(
     settlement = None
     hold, claim = reservation.hold, reservation.claim
     if hold is not None:
+        recorded, returned = hold.settling()
         settlement = Settlement(
             call_id=hold.call_id,  # the call's own, or its allowance's
             limits=hold.limits,
             claim=claim,
             stored=stored,
             drawn=hold.drawn,
-            recorded=hold.settling(),
+            recorded=recorded,
+            returned=returned,
         )
     elif claim is not None:
         settlement = Settlement(claim=claim, stored=stored)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from switchboard.idempotency.service import Claim, StoredResponse
+from switchboard.limits.allowance_rows import Part
 from switchboard.limits.rules import Limit
 
 
@@ -13,7 +15,8 @@ from switchboard.limits.rules import Limit
 class Settlement:
     """`call_id`'s limit holds are replaced by the record's actual usage counted against `limits`
     (`drawn`: `call_id` is the allowance the call was admitted on, whose rows the usage is drawn from,
-    and `recorded` the row the upkeep left the call's record on, deleted with it);
+    and `recorded` the row the upkeep left the call's record on, deleted with it; `returned`: what
+    goes back of allowances on these limits, drawn from their rows after the usage);
     `claim` (an idempotency claim) is completed with `stored`, or released when `stored` is None.
     An `abandoned` settlement is recovery's: its record is written only if it still frees something
     (the dead call's holds or claim), so that two replicas recovering the same call write it once.
@@ -25,5 +28,6 @@ class Settlement:
     stored: StoredResponse | None = None
     drawn: bool = False
     recorded: str | None = None
+    returned: Sequence[Part] = ()
     abandoned: bool = False
     record_id: uuid.UUID | None = None

@@ -120,10 +120,14 @@ async def release_holds(conn: LedgerConnection, holds: Sequence[tuple[uuid.UUID,
 
 
 async def settle(
-    conn: LedgerConnection, actuals: Sequence[Actual], recorded: Sequence[allowance_rows.Part] = ()
+    conn: LedgerConnection,
+    actuals: Sequence[Actual],
+    recorded: Sequence[allowance_rows.Part] = (),
+    returned: Sequence[allowance_rows.Part] = (),
 ) -> None:
     """Ends finished calls' holds (or draws what they used from the allowance they ran on), adds what
-    they used to their limits' counters, and deletes the records the upkeep left for them (`recorded`).
+    they used to their limits' counters, deletes the records the upkeep left for them (`recorded`),
+    and draws what goes back of allowances (`returned`).
 
     The one place a batch's limits are settled in its transaction (the records' own statement on
     PostgreSQL aside: settlement/postgres.py)."""
@@ -133,6 +137,8 @@ async def settle(
         # Before the records' deletion: see allowance_rows' docstring.
         await allowance_rows.draw(conn, drawn_parts(drawn))
         await count(conn, drawn)
+    if returned:
+        await allowance_rows.draw(conn, returned)
     if recorded:
         await allowance_rows.drop(conn, recorded)
     if not actuals:

@@ -94,7 +94,12 @@ class SettlementTransaction:
         """Records, limit settlements and idempotent answers of the batch in one transaction (SPEC §13)."""
         if isinstance(self._insert, PostgresBatchInsert) and all(
             p.settlement is None
-            or (p.settlement.claim is None and not p.settlement.abandoned and p.settlement.recorded is None)
+            or (
+                p.settlement.claim is None
+                and not p.settlement.abandoned
+                and p.settlement.recorded is None
+                and not p.settlement.returned
+            )
             for p in batch
         ):
             await self._settle_in_one_statement(batch)
@@ -105,6 +110,7 @@ class SettlementTransaction:
             kept: list[tuple[object, ...]] = []
             actuals: list[Actual] = []
             recorded: list[Part] = []
+            returned: list[Part] = []
             recovered: list[tuple[object, ...]] = []
             for pending, row in zip(batch, rows, strict=True):
                 settlement = pending.settlement
@@ -129,6 +135,7 @@ class SettlementTransaction:
                     )
                 if settlement.recorded is not None:
                     recorded.append((settlement.limits[0].id, settlement.recorded, 0))
+                returned.extend(settlement.returned)
             if recovered:
                 kept.extend(await self._not_yet_stored(conn, recovered))
             if kept:
@@ -137,7 +144,7 @@ class SettlementTransaction:
                     self._insert.insert_on(conn.driver, kept)
                 else:
                     await self._rollups.insert_in(conn, self._core_insert, kept)
-            await limit_counters.settle(conn, actuals, recorded)
+            await limit_counters.settle(conn, actuals, recorded, returned)
 
     async def _settle_in_one_statement(self, batch: Batch) -> None:
         """PostgreSQL, holds only (no idempotent answer, no recovery): the records' own statement with
