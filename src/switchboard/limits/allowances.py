@@ -71,6 +71,10 @@ class Allowance:
         self.used_at = time.monotonic()
         self.grant_after = 0.0  # monotonic: no grant before (a grant that found little left waits)
         self.granting = False
+        # Given back whole by the last call of a busy spell (`settling`): the next call takes a grant
+        # again at once, and the calls arriving meanwhile wait for it (`Allowances.refill`).
+        self.emptied = False
+        self.refilling: asyncio.Task[None] | None = None
         # What was left per limit at the last grant, this allowance included, and what calls admitted
         # on it since may spend: the figures an admitted call decides its cap and headers on.
         self.left: list[int] = []
@@ -126,6 +130,7 @@ class Allowance:
             if granted
         ]
         self.granted = [0] * len(self.limits)
+        self.emptied = True
         return parts
 
     def ended(self, flight: Flight | None, used: Sequence[int] | None) -> None:
@@ -201,6 +206,39 @@ class Allowances:
             allowance.granting = True
             self._wanted.append(allowance)
             self._wake.set()
+
+    def refills(self, allowance: Allowance) -> bool:
+        """Whether a call that did not fit should wait for a grant rather than reserve on its own: the
+        allowance was given back by the last call of a busy spell, and may be granted again."""
+        return (
+            allowance.emptied
+            and allowance.stored
+            and any(allowance.peak)
+            and (allowance.refilling is not None or not allowance.granting)
+            and time.monotonic() >= allowance.grant_after
+        )
+
+    async def refill(self, allowance: Allowance) -> None:
+        """One grant for the calls that start a new busy spell (`refills`): a spell of calls costs one
+        grant and one give-back (in its last settlement), not a reservation per call until the
+        process is busy again. The grant runs as a task of its own: a waiting call that is cancelled
+        does not cancel it."""
+        task = allowance.refilling
+        if task is None:
+            allowance.granting = True
+            task = allowance.refilling = asyncio.ensure_future(self._refill(allowance))
+        await asyncio.shield(task)
+
+    async def _refill(self, allowance: Allowance) -> None:
+        try:
+            await self._grant(allowance)
+        except Exception:
+            log.warning("granting an allowance failed; calls reserve one by one", exc_info=True)
+            allowance.grant_after = time.monotonic() + self._upkeep_seconds
+        finally:
+            allowance.granting = False
+            allowance.emptied = False
+            allowance.refilling = None
 
     async def grant_forever(self) -> None:
         while True:

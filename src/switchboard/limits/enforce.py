@@ -297,10 +297,13 @@ async def reserve(
     plan = Plan(ask)
     allowance = allowances.of(limits) if allowances is not None else None
     if allowance is not None and allowance.stored:
+        assert allowances is not None
         taken = _from_allowance(allowance, limits, plan, call)
+        if taken is None and allowances.refills(allowance):
+            await allowances.refill(allowance)
+            taken = _from_allowance(allowance, limits, plan, call)
         if taken is not None:
             allowance.started()
-            assert allowances is not None
             allowances.want(allowance)
             return taken, plan
     reserve_once = functools.partial(_reserve_one, transactions, limits, plan, call_id, call(), lease_seconds)
