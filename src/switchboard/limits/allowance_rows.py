@@ -4,19 +4,14 @@
   admit there in memory. `reserved` counts it like any hold, its lease runs out with its process.
   A grant adds to it; each settlement of a call admitted on it draws what the call used from it, in
   the usage record's transaction; what is free goes back when idle or asked for.
-- A call admitted on an allowance that is still running at an upkeep leaves its record on a row of its
-  own, `slot-<process>-<n>.<k>` (amount 0, on the allowance's first limit): recovery writes its
-  `abandoned` record from it if the process dies, and the call's settlement deletes it.
+- A call admitted on an allowance leaves its record on a row of its own before the provider is called,
+  `slot-<process>-<n>.<k>` (amount 0, on the allowance's first limit; the calls starting together in
+  one transaction): recovery writes its `abandoned` record from it if the process dies, and the call's
+  settlement deletes it. A call with an idempotency claim has none: its claim carries its record.
 - A `reclaim-<process>` row of amount 0 asks the other processes to give back their free parts of a
   limit (a call was refused there while others held allowances).
 
 No column of their own: the hold's name says what it is.
-
-Why a call's record is safe from the upkeep racing its settlement: the upkeep renews the process's
-rows first, which holds them (PostgreSQL: their row locks; SQLite: the write lock) until it commits,
-and only then picks the running calls whose settlement has not begun. A settlement draws from its
-allowance's row before it deletes its call's record: it waits for the upkeep, and then sees the
-record the upkeep left.
 """
 
 from __future__ import annotations

@@ -43,14 +43,13 @@ _LOW = rows.MAX_CALLS // 2  # room for fewer calls than this (with BUSY in fligh
 class Flight:
     """A call admitted on an allowance, until its settlement."""
 
-    __slots__ = ("call", "name", "needs", "recorded", "settling")
+    __slots__ = ("call", "name", "needs", "recorded")
 
     def __init__(self, name: str, needs: Sequence[int], call: Callable[[], object]) -> None:
-        self.name = name  # its record's row, once the upkeep left one
+        self.name = name  # its record's row, when it has one
         self.needs = needs  # its worst case per limit, in the allowance's order
-        self.call = call  # builds its record for recovery (most calls end before it is needed)
-        self.recorded = False  # the upkeep left its record on a row
-        self.settling = False  # its settlement is under way: the upkeep leaves it alone
+        self.call = call  # builds its record for recovery
+        self.recorded = False  # its record is on its row (`Allowances.record`)
 
 
 class Allowance:
@@ -114,6 +113,11 @@ class Allowance:
         self.used_at = time.monotonic()
         if needs is not None:
             self.peak = [max(peak, need) for peak, need in zip(self.peak, needs, strict=True)]
+
+    def release(self, flight: Flight) -> None:
+        """A call taken on the allowance that never started: its record could not be left first."""
+        if self.flights.pop(flight.name, None) is not None:
+            self.held = [have - need for have, need in zip(self.held, flight.needs, strict=True)]
 
     def settling(self) -> list[rows.Part]:
         """A call under these limits hands over its settlement. The last one running gives back all
@@ -183,6 +187,10 @@ class Allowances:
         self._by_key: dict[tuple[uuid.UUID, ...], Allowance] = {}
         self._wanted: list[Allowance] = []
         self._wake = asyncio.Event()
+        # Calls waiting for their records to be left (`record`), and the task leaving them.
+        self._records: list[tuple[uuid.UUID, Flight, asyncio.Future[None]]] = []
+        self._recorder: asyncio.Task[None] | None = None
+        self._orphans: list[rows.Part] = []  # rows of records whose call never started
 
     def of(self, limits: tuple[Limit, ...]) -> Allowance | None:
         key = tuple(limit.id for limit in limits)
@@ -206,6 +214,46 @@ class Allowances:
             allowance.granting = True
             self._wanted.append(allowance)
             self._wake.set()
+
+    async def record(self, allowance: Allowance, flight: Flight) -> None:
+        """Leaves the call's record on a row of its own before the provider is called: should the
+        process die during the call, recovery writes its `abandoned` record from it (SPEC §13). The
+        calls starting together share one transaction; the call's settlement deletes the row."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._records.append((allowance.limits[0].id, flight, future))
+        if self._recorder is None:
+            self._recorder = asyncio.ensure_future(self._record_waiting())
+        try:
+            await future
+        except BaseException:
+            # Cancelled or failed: the call never starts. Its row, should the write land after all,
+            # goes at the next upkeep (renewed until then, as every row of this process is).
+            allowance.release(flight)
+            self._orphans.append((allowance.limits[0].id, flight.name, -1))
+            raise
+
+    async def _record_waiting(self) -> None:
+        try:
+            while self._records:
+                batch, self._records = self._records, []
+                calls = [(limit_id, flight.name, flight.call()) for limit_id, flight, _ in batch]
+                try:
+                    async with self._transactions.begin() as conn:
+                        await rows.record_calls(conn, calls, self._lease_seconds)
+                except Exception as error:
+                    for _, _, future in batch:
+                        if not future.done():
+                            future.set_exception(error)
+                    continue
+                for _, flight, future in batch:
+                    flight.recorded = True
+                    if not future.done():
+                        future.set_result(None)
+        finally:
+            self._recorder = None
+            for _, _, future in self._records:  # only when this task was cancelled (shutdown)
+                future.cancel()
+            self._records = []
 
     def refills(self, allowance: Allowance) -> bool:
         """Whether a call that did not fit should wait for a grant rather than reserve on its own: the
@@ -275,21 +323,19 @@ class Allowances:
             allowance.grant_after = time.monotonic() + self._upkeep_seconds
 
     async def tick(self, engine: AsyncEngine) -> None:
-        """The upkeep's part: idle and unwanted allowances go back, running calls' records are left
-        on rows of their own, and every row of this process is renewed."""
+        """The upkeep's part: idle and unwanted allowances go back, and every row of this process
+        (allowances and running calls' records) is renewed."""
         live = [a for a in self._by_key.values() if a.stored or a.flights]
-        if not live:
+        orphans, self._orphans = self._orphans, []
+        if not live and not orphans:
             self._forget_idle()
             return
         ids = sorted({limit.id for allowance in live for limit in allowance.limits})
         now, moment = utcnow(), time.monotonic()
         async with engine.begin() as conn:
-            # First: this holds the process's rows until the commit, so a settlement that draws from
-            # them waits, and then sees the records left below (allowance_rows' docstring).
             await rows.renew(conn, ids, self.process, self._lease_seconds)
             asked = await rows.reclaimed(conn, now)
-            parts: list[rows.Part] = []
-            calls: list[tuple[uuid.UUID, str, object]] = []
+            parts: list[rows.Part] = list(orphans)
             for allowance in live:
                 limits = allowance.limits
                 idle = not allowance.in_flight and moment - allowance.used_at >= IDLE_SECONDS
@@ -299,12 +345,7 @@ class Allowances:
                     window_start(limit.window, now) for limit in limits
                 ):
                     parts.extend(allowance.free_parts())
-                for flight in allowance.flights.values():
-                    if not (flight.recorded or flight.settling):
-                        calls.append((limits[0].id, flight.name, flight.call()))
-                        flight.recorded = True
             await _give_back(conn, parts)
-            await rows.record_calls(conn, calls, self._lease_seconds)
         self._forget_idle()
 
     def _forget_idle(self) -> None:

@@ -286,13 +286,14 @@ async def reserve(
     call: Callable[[], object],  # the call's record, kept as JSON for recovery; built when needed
     lease_seconds: float,
     allowances: Allowances | None = None,
+    claimed: bool = False,
 ) -> tuple[Hold, Plan]:
     """Holds the call's worst case, or raises 402/429; returns the hold and what was decided (the cap
     the gateway set, the fallbacks the hold covers).
 
     A call whose worst case fits what this process's allowance on these limits has free is admitted
-    in memory; else the call reserves in the database, and the upkeep loop renews the hold's lease
-    until `stop()`.
+    in memory, and its record for recovery is left on a row of its own unless its idempotency claim
+    carries it (`claimed`); else the call reserves in the database. The upkeep loop renews leases.
     """
     plan = Plan(ask)
     allowance = allowances.of(limits) if allowances is not None else None
@@ -303,6 +304,8 @@ async def reserve(
             await allowances.refill(allowance)
             taken = _from_allowance(allowance, limits, plan, call)
         if taken is not None:
+            if not claimed:
+                await allowances.record(allowance, taken.flight)
             allowance.started()
             allowances.want(allowance)
             return taken, plan

@@ -26,21 +26,22 @@ class Hold:
     _flight: Flight | None = field(default=None, repr=False)
 
     @property
+    def flight(self) -> Flight:
+        assert self._flight is not None
+        return self._flight
+
+    @property
     def drawn(self) -> bool:
         """Admitted on an allowance: its settlement draws from the allowance's rows."""
         return self._flight is not None
 
     def settling(self) -> tuple[str | None, list[Part]]:
-        """The settlement is about to be handed over: the upkeep leaves the call alone from now on.
-        Returns the row the upkeep left the call's record on, which the settlement deletes, if any,
-        and what the settlement gives back of the allowance on its limits (the last call running on
-        them gives it all back)."""
+        """The settlement is about to be handed over. Returns the row the call's record is on, which
+        the settlement deletes, if any, and what the settlement gives back of the allowance on its
+        limits (the last call running on them gives it all back)."""
         returned = self._allowance.settling() if self._allowance is not None else []
         flight = self._flight
-        if flight is None:
-            return None, returned
-        flight.settling = True
-        return (flight.name if flight.recorded else None), returned
+        return (flight.name if flight is not None and flight.recorded else None), returned
 
     async def stop(self, used: Sequence[int] | None = None) -> None:
         """The call settled (`used`: what it counted per limit; None when that is unknown): its lease
@@ -52,7 +53,7 @@ class Hold:
 
     def follow(self, call: object) -> str | None:
         """The call moved on to another attempt: returns the row whose record recovery would read,
-        to be replaced (None: none written yet; an allowance's call's record is built when needed)."""
+        to be replaced (None: none written: an allowance's call whose idempotency claim carries it)."""
         flight = self._flight
         if flight is None:
             return self.call_id

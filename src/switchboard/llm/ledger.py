@@ -138,8 +138,8 @@ async def begin(
     # The id names the call to recovery and to its holds' settlement: a call with neither has no use
     # for one. 128 random bits, as a uuid4's hex, without the UUID object.
     call_id = os.urandom(16).hex() if recovered else ""
-    # Built now only for an idempotency claim: a call on an allowance slot needs it only if it is
-    # still running at the next upkeep (limits/allowances.py).
+    # Built now only for an idempotency claim, which carries it; a call's hold or record row is
+    # given it as it is written (limits/enforce.py).
     record = recovery_record(first, call_id) if claim is not None else None
     hold, gateway_cap, routes = None, None, call.routes
     if limits:
@@ -161,6 +161,7 @@ async def begin(
                 else functools.partial(recovery_record, first, call_id),
                 lease_seconds=pipeline.settings.lease_seconds,
                 allowances=pipeline.allowances,
+                claimed=claim is not None,
             )
         except LimitRefused as refused:
             events.limit_refused(pipeline.metrics)

@@ -15,7 +15,7 @@ from switchboard.limits.rules import Limit
 class Settlement:
     """`call_id`'s limit holds are replaced by the record's actual usage counted against `limits`
     (`drawn`: `call_id` is the allowance the call was admitted on, whose rows the usage is drawn from,
-    and `recorded` the row the upkeep left the call's record on, deleted with it; `returned`: what
+    and `recorded` the row its record for recovery is on, deleted with it; `returned`: what
     goes back of allowances on these limits, drawn from their rows after the usage);
     `claim` (an idempotency claim) is completed with `stored`, or released when `stored` is None.
     An `abandoned` settlement is recovery's: its record is written only if it still frees something

@@ -126,7 +126,7 @@ async def settle(
     returned: Sequence[allowance_rows.Part] = (),
 ) -> None:
     """Ends finished calls' holds (or draws what they used from the allowance they ran on), adds what
-    they used to their limits' counters, deletes the records the upkeep left for them (`recorded`),
+    they used to their limits' counters, deletes the rows their records for recovery were on (`recorded`),
     and draws what goes back of allowances (`returned`).
 
     The one place a batch's limits are settled in its transaction (the records' own statement on
@@ -134,7 +134,6 @@ async def settle(
     drawn = [actual for actual in actuals if actual.drawn]
     if drawn:
         actuals = [actual for actual in actuals if not actual.drawn]
-        # Before the records' deletion: see allowance_rows' docstring.
         await allowance_rows.draw(conn, drawn_parts(drawn))
         await count(conn, drawn)
     if returned:

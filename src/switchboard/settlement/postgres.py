@@ -19,16 +19,23 @@ class SettlingStatement:
     the statement stored say (`new`, the records' insert, returns their ids): a batch retried after
     its commit went through counts nothing twice. `records` is the writer's insert-and-roll-up
     statement (metering.rollups.PostgresRecordsAndRollups); each actual comes with its record's id.
+    `dropped` (limit id, row name): rows of running calls' records (limits/allowance_rows.py) that
+    the settled calls had, deleted with them.
     """
 
     def __init__(
-        self, records: PostgresRecordsAndRollups, actuals: Sequence[tuple[uuid.UUID, Actual]], now: datetime
+        self,
+        records: PostgresRecordsAndRollups,
+        actuals: Sequence[tuple[uuid.UUID, Actual]],
+        now: datetime,
+        dropped: Sequence[tuple[uuid.UUID, str]] = (),
     ) -> None:
         self._records = records
         self._actuals = actuals
         self._now = now
+        self._dropped = dropped
         # The records' statement takes one array per column: the settlement's values come after them.
-        self.sql = _settling_sql(records.sql, len(records.columns) + 1, len(actuals))
+        self.sql = _settling_sql(records.sql, len(records.columns) + 1, len(actuals), len(dropped))
 
     def parameters(self, rows: Sequence[Any]) -> list[Any]:
         arguments = list(self._records.parameters(rows)[0])
@@ -41,6 +48,8 @@ class SettlingStatement:
         arguments += [refill_rate(actual.limit) for _, actual in actuals]
         arguments += [actual.drawn for _, actual in actuals]
         arguments.append(self._now)
+        arguments += [limit_id for limit_id, _ in self._dropped]
+        arguments += [name for _, name in self._dropped]
         return [arguments]
 
 
@@ -48,25 +57,30 @@ class SettlingStatement:
 _COLUMNS = ("uuid", "text", "uuid", "timestamptz", "bigint", "float8", "bool")
 
 
+def _array(start: int, count: int, kind: str) -> str:
+    elements = ", ".join(f"${start + index}::{kind}" for index in range(count))
+    return f"ARRAY[{elements}]::{kind}[]"  # typed even when empty
+
+
 @functools.cache
-def _settling_sql(records_sql: str, first: int, count: int) -> str:
+def _settling_sql(records_sql: str, first: int, count: int, dropped: int) -> str:
     """The settlement's arrays are built in SQL from one parameter per element, as the reservation's
     are (limits.postgres_reserve): asyncpg encodes a scalar in C, an array with Python checks per
-    element. One prepared statement per number of holds settled in a batch."""
-    arrays = []
-    for column, kind in enumerate(_COLUMNS):
-        start = first + column * count
-        elements = ", ".join(f"${start + index}::{kind}" for index in range(count))
-        arrays.append(f"ARRAY[{elements}]::{kind}[]")  # typed even when empty
+    element. One prepared statement per number of holds settled and of rows dropped in a batch."""
+    arrays = [_array(first + column * count, count, kind) for column, kind in enumerate(_COLUMNS)]
     limits, calls, records, starts, amounts, rates, drawn = arrays
-    now = f"${first + len(_COLUMNS) * count}"
+    at = first + len(_COLUMNS) * count
+    now = f"${at}"
+    drop_limits, drop_names = _array(at + 1, dropped, "uuid"), _array(at + 1 + dropped, dropped, "text")
     refill = (
         "LEAST(floor(GREATEST(extract(epoch FROM excluded.updated_at - u.updated_at), 0) * excluded.rate),"
         " u.used)::bigint"
     )
     # Only parameter numbers go into the text; every value is an argument.
     settlement = (
-        f"released AS (DELETE FROM limit_holds h USING unnest({limits}, {calls}, {drawn}) "  # noqa: S608
+        f"dropped AS (DELETE FROM limit_holds h USING unnest({drop_limits}, {drop_names}) "  # noqa: S608
+        "AS r(limit_id, call_id) WHERE h.limit_id = r.limit_id AND h.call_id = r.call_id), "
+        f"released AS (DELETE FROM limit_holds h USING unnest({limits}, {calls}, {drawn}) "
         "AS r(limit_id, call_id, drawn) "
         "WHERE NOT r.drawn AND h.limit_id = r.limit_id AND h.call_id = r.call_id), "
         # A call admitted on an allowance: what it used is drawn from the allowance's row, once per
