@@ -115,9 +115,12 @@ class Allowance:
             self.peak = [max(peak, need) for peak, need in zip(self.peak, needs, strict=True)]
 
     def release(self, flight: Flight) -> None:
-        """A call taken on the allowance that never started: its record could not be left first."""
+        """A call taken on the allowance that never went on: its record could not be left first. (Were
+        it the last call, what the allowance holds goes back at the upkeep once idle.)"""
         if self.flights.pop(flight.name, None) is not None:
             self.held = [have - need for have, need in zip(self.held, flight.needs, strict=True)]
+            self.in_flight -= 1
+            self.unsettled -= 1
 
     def settling(self) -> list[rows.Part]:
         """A call under these limits hands over its settlement. The last one running gives back all

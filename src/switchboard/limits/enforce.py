@@ -304,10 +304,10 @@ async def reserve(
             await allowances.refill(allowance)
             taken = _from_allowance(allowance, limits, plan, call)
         if taken is not None:
+            allowance.started()  # before the wait below: the allowance is not given back under it
+            allowances.want(allowance)
             if not claimed:
                 await allowances.record(allowance, taken.flight)
-            allowance.started()
-            allowances.want(allowance)
             return taken, plan
     reserve_once = functools.partial(_reserve_one, transactions, limits, plan, call_id, call(), lease_seconds)
     try:

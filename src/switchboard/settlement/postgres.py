@@ -20,7 +20,9 @@ class SettlingStatement:
     its commit went through counts nothing twice. `records` is the writer's insert-and-roll-up
     statement (metering.rollups.PostgresRecordsAndRollups); each actual comes with its record's id.
     `dropped` (limit id, row name): rows of running calls' records (limits/allowance_rows.py) that
-    the settled calls had, deleted with them.
+    the settled calls had, deleted with them. `returned` (record id, limit id, allowance, amount):
+    what goes back of allowances with a settled call (`Settlement.returned`), drawn with the usage
+    drawn from the same rows, once per stored record like it.
     """
 
     def __init__(
@@ -29,13 +31,17 @@ class SettlingStatement:
         actuals: Sequence[tuple[uuid.UUID, Actual]],
         now: datetime,
         dropped: Sequence[tuple[uuid.UUID, str]] = (),
+        returned: Sequence[tuple[uuid.UUID, uuid.UUID, str, int]] = (),
     ) -> None:
         self._records = records
         self._actuals = actuals
         self._now = now
         self._dropped = dropped
+        self._returned = returned
         # The records' statement takes one array per column: the settlement's values come after them.
-        self.sql = _settling_sql(records.sql, len(records.columns) + 1, len(actuals), len(dropped))
+        self.sql = _settling_sql(
+            records.sql, len(records.columns) + 1, len(actuals), len(dropped), len(returned)
+        )
 
     def parameters(self, rows: Sequence[Any]) -> list[Any]:
         arguments = list(self._records.parameters(rows)[0])
@@ -50,11 +56,15 @@ class SettlingStatement:
         arguments.append(self._now)
         arguments += [limit_id for limit_id, _ in self._dropped]
         arguments += [name for _, name in self._dropped]
+        for column in range(4):
+            arguments += [part[column] for part in self._returned]
         return [arguments]
 
 
 # limits, calls, records, window starts, amounts, refill rates, drawn from an allowance
 _COLUMNS = ("uuid", "text", "uuid", "timestamptz", "bigint", "float8", "bool")
+# what goes back: records, limits, allowances, amounts
+_RETURNED = ("uuid", "uuid", "text", "bigint")
 
 
 def _array(start: int, count: int, kind: str) -> str:
@@ -63,15 +73,17 @@ def _array(start: int, count: int, kind: str) -> str:
 
 
 @functools.cache
-def _settling_sql(records_sql: str, first: int, count: int, dropped: int) -> str:
+def _settling_sql(records_sql: str, first: int, count: int, dropped: int, returned: int) -> str:
     """The settlement's arrays are built in SQL from one parameter per element, as the reservation's
     are (limits.postgres_reserve): asyncpg encodes a scalar in C, an array with Python checks per
-    element. One prepared statement per number of holds settled and of rows dropped in a batch."""
+    element. One prepared statement per number of holds settled, rows dropped and parts returned."""
     arrays = [_array(first + column * count, count, kind) for column, kind in enumerate(_COLUMNS)]
     limits, calls, records, starts, amounts, rates, drawn = arrays
     at = first + len(_COLUMNS) * count
     now = f"${at}"
     drop_limits, drop_names = _array(at + 1, dropped, "uuid"), _array(at + 1 + dropped, dropped, "text")
+    at += 1 + 2 * dropped
+    back = [_array(at + column * returned, returned, kind) for column, kind in enumerate(_RETURNED)]
     refill = (
         "LEAST(floor(GREATEST(extract(epoch FROM excluded.updated_at - u.updated_at), 0) * excluded.rate),"
         " u.used)::bigint"
@@ -85,11 +97,15 @@ def _settling_sql(records_sql: str, first: int, count: int, dropped: int) -> str
         "WHERE NOT r.drawn AND h.limit_id = r.limit_id AND h.call_id = r.call_id), "
         # A call admitted on an allowance: what it used is drawn from the allowance's row, once per
         # stored record (limits/allowance_rows.py).
+        # And what goes back of allowances, in the same update: a statement changes a row once.
         "drawn_from AS (UPDATE limit_holds h SET amount = GREATEST(h.amount - d.used, 0) FROM ("
-        "SELECT s.limit_id, s.call_id, sum(s.used)::bigint AS used "
+        "SELECT s.limit_id, s.call_id, sum(s.used)::bigint AS used FROM ("
+        "SELECT s.record_id, s.limit_id, s.call_id, s.used "
         f"FROM unnest({records}, {limits}, {calls}, {amounts}, {drawn}) "
-        "AS s(record_id, limit_id, call_id, used, drawn) "
-        "JOIN new ON new.id = s.record_id WHERE s.drawn GROUP BY s.limit_id, s.call_id) d "
+        "AS s(record_id, limit_id, call_id, used, drawn) WHERE s.drawn UNION ALL "
+        f"SELECT * FROM unnest({back[0]}, {back[1]}, {back[2]}, {back[3]})"
+        ") AS s(record_id, limit_id, call_id, used) "
+        "JOIN new ON new.id = s.record_id GROUP BY s.limit_id, s.call_id) d "
         "WHERE h.limit_id = d.limit_id AND h.call_id = d.call_id), "
         "counted AS (INSERT INTO limit_usage AS u (limit_id, window_start, used, updated_at, rate) "
         f"SELECT s.limit_id, s.window_start, sum(s.used)::bigint, {now}::timestamptz, max(s.rate) "

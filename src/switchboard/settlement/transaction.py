@@ -93,9 +93,7 @@ class SettlementTransaction:
     async def _commit_with_settlements(self, batch: Batch) -> None:
         """Records, limit settlements and idempotent answers of the batch in one transaction (SPEC §13)."""
         if isinstance(self._insert, PostgresBatchInsert) and all(
-            p.settlement is None
-            or (p.settlement.claim is None and not p.settlement.abandoned and not p.settlement.returned)
-            for p in batch
+            p.settlement is None or (p.settlement.claim is None and not p.settlement.abandoned) for p in batch
         ):
             await self._settle_in_one_statement(batch)
             return
@@ -142,18 +140,20 @@ class SettlementTransaction:
             await limit_counters.settle(conn, actuals, recorded, returned)
 
     async def _settle_in_one_statement(self, batch: Batch) -> None:
-        """PostgreSQL, holds only (no idempotent answer, no recovery, nothing given back): the records'
-        own statement with the settlement in front, one round trip like a batch without limits."""
+        """PostgreSQL, holds only (no idempotent answer, no recovery): the records' own statement with
+        the settlement in front, one round trip like a batch without limits."""
         assert isinstance(self._insert, PostgresBatchInsert) and self._rollups.postgres is not None
         rows = await self._rows.rows(batch)
         actuals: list[tuple[uuid.UUID, Actual]] = []
         dropped: list[tuple[uuid.UUID, str]] = []
+        returned: list[tuple[uuid.UUID, uuid.UUID, str, int]] = []
         for pending, row in zip(batch, rows, strict=True):
             settlement = pending.settlement
             if settlement is None or settlement.call_id is None:
                 continue
             if settlement.recorded is not None:
                 dropped.append((settlement.limits[0].id, settlement.recorded))
+            returned.extend((pending.record_id, *part) for part in settlement.returned)
             cost = cast(int, row[COST_INDEX])
             actuals.extend(
                 (pending.record_id, actual)
@@ -161,7 +161,7 @@ class SettlementTransaction:
                     settlement.call_id, settlement.limits, pending.outcome, cost, settlement.drawn
                 )
             )
-        statement = SettlingStatement(self._rollups.postgres, actuals, utcnow(), dropped)
+        statement = SettlingStatement(self._rollups.postgres, actuals, utcnow(), dropped, returned)
         await self._insert.insert(rows, statement)
 
     async def _not_yet_stored(
