@@ -63,7 +63,7 @@ def _database(opts: Options, db: str, data_dir: Path) -> Iterator[str]:
 
 
 def _env(
-    data_dir: Path, database_url: str, config: Path, port: int, allowances: bool = False
+    data_dir: Path, database_url: str, config: Path, port: int, allowances: bool = True
 ) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
     env.update(
@@ -75,8 +75,7 @@ def _env(
         SWITCHBOARD_ALLOW_PRIVATE_UPSTREAMS="true",
         SWITCHBOARD_PUBLIC_URL=f"http://127.0.0.1:{port}",
     )
-    if allowances:
-        env["SWITCHBOARD_LIMIT_ALLOWANCES"] = "true"
+    env["SWITCHBOARD_LIMIT_ALLOWANCES"] = "true" if allowances else "false"
     return env
 
 

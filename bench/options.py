@@ -31,8 +31,8 @@ class Options:
     limits: bool = False
     # Rounds of phases with and without those limits in one gateway process (0: not asked for).
     limits_delta: int = 0
-    # The gateway runs with SWITCHBOARD_LIMIT_ALLOWANCES=true (limits' per-process allowances).
-    allowances: bool = False
+    # SWITCHBOARD_LIMIT_ALLOWANCES for the gateway (limits' per-process allowances; on by default).
+    allowances: bool = True
     cache_delta: int = 0
     # The provider kinds the gateway's calls go to (each its own row; the upstream answers each in
     # its own wire format).
@@ -87,8 +87,9 @@ def parse(argv: list[str] | None = None) -> Options:
     )
     parser.add_argument(
         "--allowances",
-        action="store_true",
-        help="run the gateway with the limits' per-process allowances on (SWITCHBOARD_LIMIT_ALLOWANCES)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the limits' per-process allowances (SWITCHBOARD_LIMIT_ALLOWANCES; on, as by default)",
     )
     parser.add_argument(
         "--limits-delta",

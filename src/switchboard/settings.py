@@ -86,7 +86,7 @@ class Settings:
     # Per-process allowances of the limits (limits/allowances.py): calls admitted in memory on slots
     # granted in the background. Off by default: they trade two of SPEC §13's promises for speed
     # (docs/limits.md, "Allowances").
-    limit_allowances: bool = False
+    limit_allowances: bool = True
     usage_queue_size: int = 10_000
     # A failed webhook delivery is tried again after this many seconds, then doubling (SPEC §22: ≤ 30).
     webhook_first_retry_seconds: float = 10.0
@@ -357,7 +357,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, generate_secrets: boo
         upstream_idle_timeout=number("UPSTREAM_IDLE_TIMEOUT", 60.0),
         idempotency_ttl_seconds=int(number("IDEMPOTENCY_TTL_SECONDS", 24 * 3600)),
         lease_seconds=number("LEASE_SECONDS", 30.0),
-        limit_allowances=_bool(get("LIMIT_ALLOWANCES")),
+        limit_allowances=_bool(get("LIMIT_ALLOWANCES"), default=True),
         database_pool_size=_pool_size(number("DATABASE_POOL_SIZE", 10)),
         usage_queue_size=int(number("USAGE_QUEUE_SIZE", 10_000)),
         webhook_first_retry_seconds=_first_retry(number("WEBHOOK_FIRST_RETRY_SECONDS", 10.0)),

@@ -329,9 +329,9 @@ def test_a_killed_process_allowance_expires_and_its_calls_on_it_are_recorded_aba
         assert counts == {200: amount // HOLD, 402: 70 - amount // HOLD}
 
 
-def test_allowances_are_off_unless_enabled(make_gateway: Any) -> None:
-    # Off, a busy process reserves call by call as before.
-    assert load_settings({}).limit_allowances is False
-    assert load_settings({"SWITCHBOARD_LIMIT_ALLOWANCES": "1"}).limit_allowances is True
-    assert make_gateway().app.state.pipeline.allowances is None
-    assert make_gateway(env={"SWITCHBOARD_LIMIT_ALLOWANCES": "1"}).app.state.pipeline.allowances is not None
+def test_allowances_are_on_unless_turned_off(make_gateway: Any) -> None:
+    # Off, a busy process reserves call by call.
+    assert load_settings({}).limit_allowances is True
+    assert load_settings({"SWITCHBOARD_LIMIT_ALLOWANCES": "false"}).limit_allowances is False
+    assert make_gateway().app.state.pipeline.allowances is not None
+    assert make_gateway(env={"SWITCHBOARD_LIMIT_ALLOWANCES": "0"}).app.state.pipeline.allowances is None
