@@ -169,7 +169,7 @@ def steady(url: str, admin: str, database: str, limit_id: str) -> tuple[dict[str
 def test_a_busy_process_is_granted_an_allowance_its_calls_draw_from_and_returns_it_when_idle(
     databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
 ) -> None:
-    first, second = f"slots1-{uuid.uuid4().hex[:8]}", f"slots2-{uuid.uuid4().hex[:8]}"
+    first, second = f"busy1-{uuid.uuid4().hex[:8]}", f"busy2-{uuid.uuid4().hex[:8]}"
     for model in (first, second):
         fake_provider.script(model, held=True)
     user, admin = tokens()

@@ -32,7 +32,7 @@ async def upkeep(pipeline: Pipeline) -> int:
     async with pipeline.engine.connect() as conn:
         await pipeline.limits.reload(conn)
         dead = await recovery.find_dead_calls(conn, now)
-    await recovery.drop_dead_slots(pipeline.engine, dead, now)
+    await recovery.drop_dead_allowances(pipeline.engine, dead, now)
     return await recovery.recover(pipeline.call_sink, dead)
 
 

@@ -80,7 +80,7 @@ async def find_dead_calls(conn: AsyncConnection, now: datetime) -> DeadCalls:
     return DeadCalls(await dead_calls(conn, now), await IdempotencyStore.dead_calls(conn, now))
 
 
-async def drop_dead_slots(engine: AsyncEngine, dead: DeadCalls, now: datetime) -> None:
+async def drop_dead_allowances(engine: AsyncEngine, dead: DeadCalls, now: datetime) -> None:
     """A dead process's allowances and reclaim markers (limits/allowance_rows.py) name no call: once
     their lease ran out nothing counts them, and they are deleted. The row a running call's record
     was left on is recovered like a call's holds."""
