@@ -241,8 +241,7 @@ class Allowances:
                 batch, self._records = self._records, []
                 calls = [(limit_id, flight.name, flight.call()) for limit_id, flight, _ in batch]
                 try:
-                    async with self._transactions.begin() as conn:
-                        await rows.record_calls(conn, calls, self._lease_seconds)
+                    await rows.record_calls_now(self._transactions, calls, self._lease_seconds)
                 except Exception as error:
                     for _, _, future in batch:
                         if not future.done():
