@@ -68,3 +68,19 @@ def longest_groups_first(items: list[pytest.Item]) -> None:
         return MEASURED_SECONDS.get(name, SECONDS_PER_TEST * len(groups[name]))
 
     items[:] = [item for name in sorted(groups, key=cost, reverse=True) for item in groups[name]]
+
+
+def mark_groups_in_node_ids(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker under `--dist loadgroup`: each test's id ends in `@GROUP`, which is what the
+    controller schedules by. xdist 3.8 appends it by setting `item._nodeid`, which pytest 9 no
+    longer reads (an item's id is its `_id`): every test went out on its own, a file's tests to both
+    workers, and each worker started the file's module-scoped gateways. Idempotent: an id that
+    already names its group (a fixed xdist) is left alone."""
+    if not config.getvalue("loadgroup") or not hasattr(config, "workerinput"):
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        suffix = f"@{group_of(item)}"
+        if not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+            item._id = NodeId.parse(item.nodeid + suffix)
