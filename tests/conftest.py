@@ -25,7 +25,7 @@ from tests.support.gateway import (
     write_config,
 )
 from tests.support.recorder import RECORDER
-from tests.support.scheduling import longest_groups_first
+from tests.support.scheduling import longest_groups_first, mark_groups_in_node_ids
 from tests.support.sdks import anthropic_client, openai_client
 from tests.support.servers import ServerThread
 
@@ -194,3 +194,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """The order and groups `--dist loadgroup` spreads over workers (tests/support/scheduling.py);
     before xdist adds each test's group to its id, hence tryfirst."""
     longest_groups_first(items)
+    mark_groups_in_node_ids(config, items)

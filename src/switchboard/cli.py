@@ -107,9 +107,23 @@ def _delegate(module: str, function: str) -> object:
 
 
 def _audit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from switchboard.audit.audit_cli import add_parser
-
-    add_parser(sub)
+    # The handlers are imported only when their verb runs: switchboard.audit.audit_cli pulls in
+    # SQLAlchemy and FastAPI, which every other verb (and `--help`) would otherwise pay for.
+    audit = sub.add_parser("audit", help="the audit trail")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
+    check = audit_sub.add_parser("verify", help="check the hash chain; exit 1 naming the first bad event")
+    check.set_defaults(handler=_delegate("switchboard.audit.audit_cli", "run_verify"))
+    export = audit_sub.add_parser("export", help="write audit events out, oldest first")
+    export.add_argument("--from", dest="from_", help="RFC 3339 timestamp or date")
+    export.add_argument("--to", help="RFC 3339 timestamp or date")
+    export.add_argument("--format", choices=["csv", "ndjson"], default="ndjson")
+    export.add_argument("--output", help="file to write; standard output when omitted")
+    export.set_defaults(handler=_delegate("switchboard.audit.audit_cli", "run_export"))
+    purge = audit_sub.add_parser("purge", help="purge whole days past retention, leaving a purge event")
+    purge.add_argument(
+        "--days", type=int, help="keep this many days (default SWITCHBOARD_AUDIT_RETENTION_DAYS)"
+    )
+    purge.set_defaults(handler=_delegate("switchboard.audit.audit_cli", "run_purge"))
 
 
 def _limits_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

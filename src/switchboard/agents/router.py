@@ -21,7 +21,8 @@ from switchboard.agents.schemas import (
 from switchboard.agents.validation import ResolutionRules
 from switchboard.auth.dependencies import CurrentPrincipal, WriterPrincipal
 from switchboard.db.session import DbSession
-from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
+from switchboard.kit.page_query import Cursor, Limit
+from switchboard.kit.pagination import DEFAULT_LIMIT, Page
 
 
 def _rules(request: Request) -> ResolutionRules:

@@ -136,21 +136,3 @@ def run_purge(args: argparse.Namespace) -> int:
     removed = asyncio.run(_purge(settings.database_url, days))
     print(f"switchboard: purged {removed:,} audit events older than {days} whole days")
     return 0
-
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    audit = sub.add_parser("audit", help="the audit trail")
-    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
-    check = audit_sub.add_parser("verify", help="check the hash chain; exit 1 naming the first bad event")
-    check.set_defaults(handler=run_verify)
-    export = audit_sub.add_parser("export", help="write audit events out, oldest first")
-    export.add_argument("--from", dest="from_", help="RFC 3339 timestamp or date")
-    export.add_argument("--to", help="RFC 3339 timestamp or date")
-    export.add_argument("--format", choices=["csv", "ndjson"], default="ndjson")
-    export.add_argument("--output", help="file to write; standard output when omitted")
-    export.set_defaults(handler=run_export)
-    purge = audit_sub.add_parser("purge", help="purge whole days past retention, leaving a purge event")
-    purge.add_argument(
-        "--days", type=int, help="keep this many days (default SWITCHBOARD_AUDIT_RETENTION_DAYS)"
-    )
-    purge.set_defaults(handler=run_purge)

@@ -12,9 +12,8 @@ import contextlib
 import logging
 import random
 from datetime import UTC, datetime, timedelta
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from fastapi import FastAPI
 from sqlalchemy import Connection, Table, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -22,6 +21,9 @@ from switchboard.audit.chain import HEAD_ID, append
 from switchboard.audit.events import Change, Origin, rfc3339
 from switchboard.audit.models import AuditChainHead, AuditEventRow
 from switchboard.kit.clock import utcnow
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 log = logging.getLogger("switchboard.audit.retention")
 PURGE_ACTION = "audit.purge"

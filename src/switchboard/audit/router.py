@@ -10,7 +10,8 @@ from switchboard.audit import service
 from switchboard.audit.schemas import AuditEventOut
 from switchboard.auth.dependencies import CurrentPrincipal
 from switchboard.db.session import DbSession
-from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
+from switchboard.kit.page_query import Cursor, Limit
+from switchboard.kit.pagination import DEFAULT_LIMIT, Page
 
 router = APIRouter(tags=["Audit"])
 

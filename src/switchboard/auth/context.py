@@ -1,11 +1,10 @@
-"""What the embedded-auth services share, built once at start-up and reached through a dependency."""
+"""What the embedded-auth services share, built once at start-up and reached through a dependency
+(`Auth`, in switchboard.auth.dependencies: FastAPI stays out of the CLI commands that use this)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated
 
-from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from switchboard.auth.hashing import KeyedHasher, Passwords
@@ -36,11 +35,3 @@ class AuthContext:
             api_key_hash=KeyedHasher(jwt_secret, "api-key-hash"),
             refresh_hash=KeyedHasher(jwt_secret, "refresh-token-hash"),
         )
-
-
-def auth_context(request: Request) -> AuthContext:
-    context: AuthContext = request.app.state.auth
-    return context
-
-
-Auth = Annotated[AuthContext, Depends(auth_context)]

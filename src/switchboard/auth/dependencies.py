@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from switchboard.auth.authenticator import authorization_of
+from switchboard.auth.context import AuthContext
 from switchboard.auth.principal import Principal
 from switchboard.errors import Forbidden
 
@@ -46,3 +47,11 @@ async def _writer(principal: CurrentPrincipal) -> Principal:
 
 
 WriterPrincipal = Annotated[Principal, Depends(_writer)]
+
+
+def auth_context(request: Request) -> AuthContext:
+    context: AuthContext = request.app.state.auth
+    return context
+
+
+Auth = Annotated[AuthContext, Depends(auth_context)]

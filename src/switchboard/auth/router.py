@@ -6,8 +6,7 @@ from fastapi import APIRouter, Request, Response, status
 
 from switchboard.auth import api_keys, delegation, login, refresh
 from switchboard.auth.claims import caller_claims
-from switchboard.auth.context import Auth
-from switchboard.auth.dependencies import CurrentPrincipal
+from switchboard.auth.dependencies import Auth, CurrentPrincipal
 from switchboard.auth.schemas import (
     ApiKeyExchangeRequest,
     ApiKeyInfo,
@@ -20,7 +19,8 @@ from switchboard.auth.schemas import (
     RefreshRequest,
 )
 from switchboard.db.session import DbSession
-from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
+from switchboard.kit.page_query import Cursor, Limit
+from switchboard.kit.pagination import DEFAULT_LIMIT, Page
 
 router = APIRouter(tags=["Auth"])
 

@@ -11,7 +11,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 
 from switchboard.auth.dependencies import CurrentPrincipal
-from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
+from switchboard.kit.page_query import Cursor, Limit
+from switchboard.kit.pagination import DEFAULT_LIMIT, Page
 from switchboard.upstream import service
 from switchboard.upstream.schemas import ProviderOut
 

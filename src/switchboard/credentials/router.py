@@ -12,7 +12,8 @@ from switchboard.credentials import service
 from switchboard.credentials.schemas import CredentialCreate, CredentialOut, CredentialUpdate
 from switchboard.credentials.store import CredentialStore
 from switchboard.db.session import DbSession
-from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
+from switchboard.kit.page_query import Cursor, Limit
+from switchboard.kit.pagination import DEFAULT_LIMIT, Page
 
 router = APIRouter(prefix="/llm-credentials", tags=["LLM Credentials"])
 

@@ -15,8 +15,7 @@ from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from switchboard.auth import delegation, directory
-from switchboard.auth.context import Auth
-from switchboard.auth.dependencies import CurrentPrincipal, require_permission
+from switchboard.auth.dependencies import Auth, CurrentPrincipal, require_permission
 from switchboard.auth.principal import Principal
 from switchboard.auth.schemas import DelegationRequest, DelegationResult, UserOut
 from switchboard.db.session import DbSession

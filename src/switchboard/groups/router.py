@@ -10,7 +10,8 @@ from switchboard.auth.dependencies import CurrentPrincipal, WriterPrincipal
 from switchboard.db.session import DbSession
 from switchboard.groups import members, service
 from switchboard.groups.schemas import MemberAdd, MemberOut, MemberUpdate, RoomCreate, RoomOut, RoomUpdate
-from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
+from switchboard.kit.page_query import Cursor, Limit
+from switchboard.kit.pagination import DEFAULT_LIMIT, Page
 
 router = APIRouter(prefix="/working-groups", tags=["Working Groups"])
 

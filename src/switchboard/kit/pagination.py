@@ -6,10 +6,9 @@ import base64
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import orjson
-from fastapi import Query
 from pydantic import BaseModel
 
 from switchboard.errors import ValidationFailed
@@ -62,7 +61,3 @@ def check_limit(limit: int) -> int:
     if not 1 <= limit <= MAX_LIMIT:
         raise ValidationFailed(f"limit must be between 1 and {MAX_LIMIT}", param="limit")
     return limit
-
-
-Limit = Annotated[int, Query(description=f"page size, 1 to {MAX_LIMIT}")]
-Cursor = Annotated[str | None, Query(description="opaque cursor from the previous page")]

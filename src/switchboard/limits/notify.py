@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, Request
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
-
-
-def _registry(request: Request) -> Any:
-    # Absent until the enforcement side starts it (and in apps built without it).
-    return getattr(request.app.state, "limits", None)
-
-
-LimitRegistry = Annotated[Any, Depends(_registry)]
 
 
 def on_commit(session: AsyncSession, registry: Any) -> None:

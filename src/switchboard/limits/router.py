@@ -5,16 +5,25 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Depends, Query, Request, Response, status
 
 from switchboard.auth.dependencies import CurrentPrincipal
 from switchboard.db.session import DbSession
-from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
+from switchboard.kit.page_query import Cursor, Limit
+from switchboard.kit.pagination import DEFAULT_LIMIT, Page
 from switchboard.limits import service
-from switchboard.limits.notify import LimitRegistry
 from switchboard.limits.schemas import LimitCreate, LimitOut, LimitStatusOut, LimitUpdate, MyLimitOut
 
 router = APIRouter(tags=["Limits"])
+
+
+def _registry(request: Request) -> Any:
+    # Absent until the enforcement side starts it (and in apps built without it).
+    return getattr(request.app.state, "limits", None)
+
+
+# What service.py tells (limits/notify.py) once a change commits.
+LimitRegistry = Annotated[Any, Depends(_registry)]
 
 # openapi_errors declares 409 on writes with a body; DELETE of a config or budget limit answers it too.
 _CONFLICT: dict[int | str, dict[str, Any]] = {

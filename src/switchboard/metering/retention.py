@@ -13,9 +13,8 @@ import contextlib
 import logging
 import random
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from fastapi import FastAPI
 from sqlalchemy import CursorResult, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -24,6 +23,9 @@ from switchboard.metering.models import UsageFiveMinuteRollupRow as M
 from switchboard.metering.models import UsageRecordRow as R
 from switchboard.metering.models import UsageRollupRow as U
 from switchboard.metering.rollups import hour_of
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 log = logging.getLogger("switchboard.metering.retention")
 PURGE_INTERVAL_SECONDS = 3600.0

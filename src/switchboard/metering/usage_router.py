@@ -9,7 +9,8 @@ from fastapi.responses import StreamingResponse
 
 from switchboard.auth.dependencies import CurrentPrincipal
 from switchboard.db.session import DbSession
-from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
+from switchboard.kit.page_query import Cursor, Limit
+from switchboard.kit.pagination import DEFAULT_LIMIT, Page
 from switchboard.metering import billing
 from switchboard.metering.export import ExportFormat
 from switchboard.metering.schemas import GroupBy, SummaryOut, UsageRecordOut

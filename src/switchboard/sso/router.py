@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
-from switchboard.auth.context import Auth
+from switchboard.auth.dependencies import Auth
 from switchboard.auth.schemas import LoginResult
 from switchboard.errors import NotFound, SwitchboardError
 from switchboard.sso.flow import STATE_TTL, SsoFlow

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Depends, Query, Request, Response, status
 
 from switchboard.auth.dependencies import CurrentPrincipal
 from switchboard.db.session import DbSession
-from switchboard.kit.pagination import DEFAULT_LIMIT, Cursor, Limit, Page
+from switchboard.kit.page_query import Cursor, Limit
+from switchboard.kit.pagination import DEFAULT_LIMIT, Page
 from switchboard.webhooks import service
 from switchboard.webhooks.schemas import DeliveryOut, WebhookCreate, WebhookCreated, WebhookOut, WebhookUpdate
 
