@@ -281,12 +281,8 @@ class Allowances:
 
     async def _refill(self, allowance: Allowance) -> None:
         try:
-            await self._grant(allowance)
-        except Exception:
-            log.warning("granting an allowance failed; calls reserve one by one", exc_info=True)
-            allowance.grant_after = time.monotonic() + self._upkeep_seconds
+            await self._granted(allowance)
         finally:
-            allowance.granting = False
             allowance.emptied = False
             allowance.refilling = None
 
@@ -296,13 +292,17 @@ class Allowances:
             self._wake.clear()
             wanted, self._wanted = self._wanted, []
             for allowance in wanted:
-                try:
-                    await self._grant(allowance)
-                except Exception:
-                    log.warning("granting an allowance failed; calls reserve one by one", exc_info=True)
-                    allowance.grant_after = time.monotonic() + self._upkeep_seconds
-                finally:
-                    allowance.granting = False
+                await self._granted(allowance)
+
+    async def _granted(self, allowance: Allowance) -> None:
+        """A grant asked for (`granting` set); a failure only means calls reserve one by one a while."""
+        try:
+            await self._grant(allowance)
+        except Exception:
+            log.warning("granting an allowance failed; calls reserve one by one", exc_info=True)
+            allowance.grant_after = time.monotonic() + self._upkeep_seconds
+        finally:
+            allowance.granting = False
 
     async def _grant(self, allowance: Allowance) -> None:
         free = max(allowance.room(), 0)

@@ -51,11 +51,11 @@ class Hold:
         if self._allowance is not None:
             self._allowance.ended(self._flight, used)
 
-    def follow(self, call: object) -> str | None:
+    def follow(self) -> str | None:
         """The call moved on to another attempt: returns the row whose record recovery would read,
-        to be replaced (None: none written: an allowance's call whose idempotency claim carries it)."""
+        to be replaced (None: none written: an allowance's call whose idempotency claim carries it).
+        An allowance's call's record was written before the call went on (`Allowances.record`)."""
         flight = self._flight
         if flight is None:
             return self.call_id
-        flight.call = lambda: call
         return flight.name if flight.recorded else None

@@ -194,7 +194,7 @@ async def _follow_attempt(pipeline: Pipeline, reservation: Reservation, under_wa
     it, the `abandoned` record names that attempt, its model and its credential, not the first's."""
     record = recovery_record(under_way, reservation.call_id)
     hold = reservation.hold
-    row = hold.follow(record) if hold is not None else None
+    row = hold.follow() if hold is not None else None
     if row is not None:
         async with pipeline.engine.begin() as conn:
             await recovery.remember_call(conn, row, record)
