@@ -19,11 +19,14 @@ SECRET = "s" * 48
 
 def test_a_cached_token_stops_working_when_it_expires() -> None:
     authenticator = Authenticator(TokenCodec(SECRET, "svc-agents", leeway_seconds=0))
-    token = authenticator.codec.mint(sub=uuid.uuid4(), ttl_seconds=1)
+    # `exp` is the minting second plus the ttl: 3 s leaves at least 2 s of validity for the two
+    # calls below on a busy machine (1 s left as little as a few ms when minted late in a second).
+    token = authenticator.codec.mint(sub=uuid.uuid4(), ttl_seconds=3)
+    expires_at_latest = int(time.time()) + 3
     header = f"Bearer {token}"
     assert asyncio.run(authenticator.authenticate(header)).role == "User"
     assert asyncio.run(authenticator.authenticate(header)).role == "User"  # served from the cache
-    time.sleep(max(0.0, int(time.time()) + 1.05 - time.time()))
+    time.sleep(max(0.0, expires_at_latest + 0.05 - time.time()))
     with pytest.raises(Unauthorized):
         asyncio.run(authenticator.authenticate(header))
 
