@@ -31,6 +31,7 @@ from switchboard.db.write_transaction import LedgerConnection, WriteTransactions
 from switchboard.kit.clock import utcnow
 from switchboard.limits.ledger import Standing, lock_limits, standings_at
 from switchboard.limits.models import LimitHoldRow
+from switchboard.limits.postgres_reserve import grant_in_one_statement
 from switchboard.limits.rules import Limit
 
 _HOLDS = cast(Table, LimitHoldRow.__table__)
@@ -148,11 +149,34 @@ async def grant(
     free: int = 0,
 ) -> tuple[list[Standing], int]:
     """Adds up to `wanted` worst cases of `sizes` (per limit, in the order of `limits`) to the
-    allowance `name`, in one transaction under the limits' locks, as a reservation takes them. How
-    many: the `free` worst cases the allowance has room for and the new ones together hold at most
-    what each limit has left (the allowance included) over SHARE times the processes holding
-    allowances there (this one included); none while a reclaim marker is live on one of them.
-    Returns the standings read (before the grant) and how many worst cases were added."""
+    allowance `name`, under the limits' locks, as a reservation takes them. How many: the `free`
+    worst cases the allowance has room for and the new ones together hold at most what each limit
+    has left (the allowance included) over SHARE times the processes holding allowances there (this
+    one included); none while a reclaim marker is live on one of them. Returns the standings read
+    (before the grant) and how many worst cases were added.
+
+    PostgreSQL: in one statement (migration 0020's function), unless a calendar window has no counter
+    yet, which the transaction creates."""
+    if transactions.dialect_name == "postgresql":
+        own = name[:_PREFIX_LENGTH]
+        granted = await grant_in_one_statement(
+            transactions, limits, sizes, wanted, name, own, SHARE, lease_seconds, free
+        )
+        if granted is not None:
+            return granted
+    return await grant_in_transaction(transactions, limits, sizes, wanted, name, lease_seconds, free)
+
+
+async def grant_in_transaction(
+    transactions: WriteTransactions,
+    limits: Sequence[Limit],
+    sizes: Sequence[int],
+    wanted: int,
+    name: str,
+    lease_seconds: float,
+    free: int = 0,
+) -> tuple[list[Standing], int]:
+    """`grant` in a transaction that locks the limits' rows, then reads and adds."""
     ids = [limit.id for limit in limits]
     own = name[:_PREFIX_LENGTH]
     async with transactions.rows_locked_here(ids), transactions.begin() as conn:

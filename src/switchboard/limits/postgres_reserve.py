@@ -1,8 +1,10 @@
-"""PostgreSQL's reservation in one or two round trips (SPEC §13), with migration 0012's function.
+"""PostgreSQL's reservation in one or two round trips (SPEC §13), with migration 0012's function,
+and an allowance's grant in one, with migration 0020's.
 
 `switchboard_reserve` without needs only reads; with them it locks the limits, reads again and holds
-the needs only if each still fits, all in one statement. The locked transaction (ledger.reserve)
-remains for what this cannot decide: a calendar window without its counter yet.
+the needs only if each still fits, all in one statement. `switchboard_grant` locks, reads and adds
+to an allowance's rows as allowance_rows.grant does. The locked transactions (ledger.reserve,
+allowance_rows.grant) remain for what these cannot decide: a calendar window without its counter yet.
 """
 
 from __future__ import annotations
@@ -110,3 +112,51 @@ def _remember(key: tuple[uuid.UUID, ...], rows: Sequence[Any]) -> None:
     if len(_LAST_SEEN) >= _LAST_SEEN_MAX:
         _LAST_SEEN.clear()
     _LAST_SEEN[key] = rows
+
+
+@functools.cache
+def _grant_sql(count: int) -> str:
+    """`switchboard_grant` for `count` limits, its arrays built from one parameter per element."""
+    arrays, number = [], 0
+    for kind in _ARRAYS:  # ids, starts, rates, amounts, and the sizes in place of needs
+        arrays.append("ARRAY[" + ", ".join(f"${number + i + 1}::{kind}" for i in range(count)) + "]")
+        number += count
+    rest = ", ".join(f"${number + i + 1}" for i in range(7))
+    call = f"switchboard_grant({', '.join(arrays)}, {rest})"
+    return f"SELECT used, reserved, counted, granted FROM {call}"  # noqa: S608 (placeholders only)
+
+
+async def grant_in_one_statement(
+    transactions: WriteTransactions,
+    limits: Sequence[Limit],
+    sizes: Sequence[int],
+    wanted: int,
+    name: str,
+    own: str,
+    share: int,
+    lease_seconds: float,
+    free: int,
+) -> tuple[list[Standing], int] | None:
+    """allowance_rows.grant in one round trip: the standings read before the grant and how many worst
+    cases were added. None when a calendar window has no counter yet (nothing was granted)."""
+    now = utcnow()
+    async with transactions.driver_connection() as driver:
+        rows = await driver.fetch(
+            _grant_sql(len(limits)),
+            *[limit.id for limit in limits],
+            *[window_start(limit.window, now) for limit in limits],
+            *[refill_rate(limit) for limit in limits],
+            *[limit.amount for limit in limits],
+            *sizes,
+            wanted,
+            free,
+            share,
+            name,
+            own,
+            now + timedelta(seconds=lease_seconds),
+            now,
+        )
+    if not rows[0]["counted"]:
+        return None
+    pairs = zip(limits, rows, strict=True)
+    return [Standing(limit, row["used"], row["reserved"]) for limit, row in pairs], rows[0]["granted"]
