@@ -15,6 +15,7 @@ from sqlalchemy import insert, select, update
 
 from switchboard.db.write_transaction import WriteTransactions
 from switchboard.limits import allowance_rows
+from switchboard.limits.allowances import Allowances
 from switchboard.limits.ledger import Standing
 from switchboard.limits.models import LimitHoldRow, LimitUsageRow
 from switchboard.limits.postgres_reserve import grant_in_one_statement
@@ -150,5 +151,28 @@ def test_a_rolling_window_counts_what_its_bucket_refilled() -> None:
         assert results[0] == results[1]
         used, count = results[0]
         assert 299 <= used <= 300 and count == (600 - used) // 8
+
+    asyncio.run(scenario())
+
+
+def test_a_grant_waits_for_the_settlement_changing_its_allowances_rows() -> None:
+    """A settlement changes the allowance's rows (what its calls used, what goes back), in an order
+    of its own: a grant at the same time, changing them in another, would deadlock. The settlement
+    takes its turn at the allowance (settlement.transaction._allowances_of); the grant waits for it."""
+
+    async def scenario() -> None:
+        async with postgres_ledger() as transactions:
+            month = limit("cost", "month", 1_000_000)
+            await store(transactions, month, used={month.id: 0})
+            allowances = Allowances(transactions, lease_seconds=30.0, upkeep_seconds=1.0)
+            allowance = allowances.of((month,))
+            assert allowance is not None
+            allowance.peak = [1000]
+            async with transactions.rows_locked_here([allowance.name]):  # a settlement in flight
+                granting = asyncio.ensure_future(allowances.refill(allowance))
+                await asyncio.sleep(0.2)
+                assert not granting.done() and await rows_of(transactions) == {}
+            await granting
+            assert await rows_of(transactions) == {(str(month.id), allowance.name): 125_000}
 
     asyncio.run(scenario())

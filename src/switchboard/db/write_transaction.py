@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, cast
@@ -146,7 +146,9 @@ class WriteTransactions:
         self._inline: Connection | None = None
         self._inline_sqlite: sqlite3.Connection | None = None  # the driver's connection under `_inline`
         self._inline_lock = asyncio.Lock()
-        self._row_locks: dict[object, asyncio.Lock] = {}
+        # Per key, its lock and how many callers hold or wait for it: gone when none do (keys come and
+        # go: limits, and allowances, which are named anew each time a process makes one).
+        self._row_locks: dict[object, tuple[asyncio.Lock, list[int]]] = {}
         self._checkpoints: LoopCheckpoints | None = None
         if engine.dialect.name == "sqlite":
             self._sync = make_sync_sqlite_engine(engine.url.render_as_string(hide_password=False))
@@ -227,11 +229,22 @@ class WriteTransactions:
     async def _row_turns(self, keys: Iterable[object]) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             for key in sorted(set(keys)):  # type: ignore[type-var]
-                lock = self._row_locks.get(key)
-                if lock is None:
-                    lock = self._row_locks[key] = asyncio.Lock()
-                await stack.enter_async_context(lock)
+                stack.enter_context(self._counted(key))
+                await stack.enter_async_context(self._row_locks[key][0])
             yield
+
+    @contextlib.contextmanager
+    def _counted(self, key: object) -> Iterator[None]:
+        entry = self._row_locks.get(key)
+        if entry is None:
+            entry = self._row_locks[key] = (asyncio.Lock(), [0])
+        entry[1][0] += 1
+        try:
+            yield
+        finally:
+            entry[1][0] -= 1
+            if not entry[1][0]:
+                del self._row_locks[key]
 
     async def aclose(self) -> None:
         await self._kept.close()

@@ -311,9 +311,12 @@ class Allowances:
         if wanted <= 0 or not any(sizes):
             return
         limits = allowance.limits
-        standings, count = await rows.grant(
-            self._transactions, limits, sizes, wanted, allowance.name, self._lease_seconds, free
-        )
+        # Its settlements change its rows too: on PostgreSQL, at the same time, in another order, the
+        # two statements would deadlock (settlement.transaction._allowances_of).
+        async with self._transactions.rows_locked_here([allowance.name]):
+            standings, count = await rows.grant(
+                self._transactions, limits, sizes, wanted, allowance.name, self._lease_seconds, free
+            )
         own = allowance.granted
         allowance.left = [standing.remaining + mine for standing, mine in zip(standings, own, strict=True)]
         allowance.granted = [mine + count * size for mine, size in zip(own, sizes, strict=True)]
@@ -334,7 +337,8 @@ class Allowances:
             return
         ids = sorted({limit.id for allowance in live for limit in allowance.limits})
         now, moment = utcnow(), time.monotonic()
-        async with engine.begin() as conn:
+        names = [allowance.name for allowance in live]
+        async with self._transactions.rows_locked_here(names), engine.begin() as conn:
             await rows.renew(conn, ids, self.process, self._lease_seconds)
             asked = await rows.reclaimed(conn, now)
             parts: list[rows.Part] = list(orphans)
@@ -367,7 +371,8 @@ class Allowances:
             if any(limit.id in ids for limit in allowance.limits):
                 returning.extend(allowance.free_parts())
                 allowance.grant_after = time.monotonic() + self.patience
-        async with self._transactions.begin() as conn:
+        names = sorted({name for _, name, _ in returning})
+        async with self._transactions.rows_locked_here(names), self._transactions.begin() as conn:
             await rows.draw(conn, returning)
             others = await rows.others_hold(conn, ids, self.process)
             if others:
@@ -378,7 +383,8 @@ class Allowances:
         """At shutdown (its calls have ended): every allowance goes back."""
         parts = [part for allowance in self._by_key.values() for part in allowance.given_back()]
         if parts:
-            async with self._transactions.begin() as conn:
+            names = {name for _, name, _ in parts}
+            async with self._transactions.rows_locked_here(names), self._transactions.begin() as conn:
                 await _give_back(conn, parts)
 
 

@@ -99,7 +99,8 @@ class SettlementTransaction:
             return
         rows = await self._rows.rows(batch)
         now = utcnow()
-        async with self._transactions.begin() as conn:
+        transactions = self._transactions
+        async with transactions.rows_locked_here(_allowances_of(batch)), transactions.begin() as conn:
             kept: list[tuple[object, ...]] = []
             actuals: list[Actual] = []
             recorded: list[Part] = []
@@ -162,7 +163,8 @@ class SettlementTransaction:
                 )
             )
         statement = SettlingStatement(self._rollups.postgres, actuals, utcnow(), dropped, returned)
-        await self._insert.insert(rows, statement)
+        async with self._transactions.rows_locked_here(_allowances_of(batch)):
+            await self._insert.insert(rows, statement)
 
     async def _not_yet_stored(
         self, conn: LedgerConnection, rows: list[tuple[object, ...]]
@@ -186,3 +188,17 @@ class SettlementTransaction:
         if settlement.claim is not None and self._idempotency is not None:
             freed = await self._idempotency.release_dead_in(conn, settlement.claim, now) or freed
         return freed
+
+
+def _allowances_of(batch: Batch) -> list[str]:
+    """The allowances (limits/allowances.py) whose rows the batch's settlements change: this process
+    changes them elsewhere too (a grant, the upkeep), and on PostgreSQL two statements changing the
+    same rows in different orders deadlock. They take turns here instead (`rows_locked_here`)."""
+    names = set()
+    for pending in batch:
+        settlement = pending.settlement
+        if settlement is not None:
+            if settlement.drawn and settlement.call_id is not None:
+                names.add(settlement.call_id)
+            names.update(name for _, name, _ in settlement.returned)
+    return sorted(names)
