@@ -74,19 +74,20 @@ class Allowance:
         # again at once, and the calls arriving meanwhile wait for it (`Allowances.refill`).
         self.emptied = False
         self.refilling: asyncio.Task[None] | None = None
-        # What was left per limit at the last grant, this allowance included, and what calls admitted
-        # on it since may spend: the figures an admitted call decides its cap and headers on.
-        self.left: list[int] = []
-        self.spent = [0] * count
+        # What each limit had left at the last grant, this allowance included, less the worst cases
+        # of the calls admitted on it since: the figures an admitted call decides its cap and headers
+        # on (none before the first grant).
+        self.standings: list[Standing] = []
         self.windows: tuple[datetime, ...] = ()
 
-    def standings(self) -> list[Standing] | None:
-        if not self.left:
-            return None
-        return [
-            Standing(limit, limit.amount - max(left - spent, 0), 0)
-            for limit, left, spent in zip(self.limits, self.left, self.spent, strict=True)
-        ]
+    def reloaded(self, limits: tuple[Limit, ...]) -> None:
+        """The limits were loaded again (their amounts may have changed): what is left stays."""
+        self.limits = limits
+        if self.standings:
+            self.standings = [
+                Standing(limit, limit.amount - standing.remaining, 0)
+                for limit, standing in zip(limits, self.standings, strict=True)
+            ]
 
     def room(self) -> int:
         """How many more calls of the largest worst case seen fit what is free."""
@@ -101,8 +102,12 @@ class Allowance:
         for index, need in enumerate(needs):
             if held[index] + need > granted[index]:
                 return None
-        self.held = [have + need for have, need in zip(held, needs, strict=True)]
-        self.spent = [spent + need for spent, need in zip(self.spent, needs, strict=True)]
+        standings = self.standings
+        for index, need in enumerate(needs):
+            held[index] += need
+            if standings:
+                left = standings[index].remaining - need
+                standings[index].remaining = left if left > 0 else 0
         flight = Flight(f"{self.name}.{next(self._numbers)}", needs, call)
         self.flights[flight.name] = flight
         return flight
@@ -149,8 +154,11 @@ class Allowance:
             return
         self.flights.pop(flight.name, None)
         drawn = flight.needs if used is None else used
-        self.held = [have - need for have, need in zip(self.held, flight.needs, strict=True)]
-        self.granted = [max(have - spent, 0) for have, spent in zip(self.granted, drawn, strict=True)]
+        held, granted = self.held, self.granted
+        for index, need in enumerate(flight.needs):
+            held[index] -= need
+            left = granted[index] - drawn[index]
+            granted[index] = left if left > 0 else 0
 
     def free_parts(self) -> list[rows.Part]:
         """What is free per limit, now given back: the allowance keeps its running calls' worst cases."""
@@ -203,7 +211,7 @@ class Allowances:
                 return None
             allowance = self._by_key[key] = Allowance(limits, f"{self._prefix}{next(self._numbers)}")
         elif allowance.limits is not limits:
-            allowance.limits = limits  # reloaded: the amounts may have changed
+            allowance.reloaded(limits)
         return allowance
 
     def want(self, allowance: Allowance) -> None:
@@ -318,10 +326,12 @@ class Allowances:
                 self._transactions, limits, sizes, wanted, allowance.name, self._lease_seconds, free
             )
         own = allowance.granted
-        allowance.left = [standing.remaining + mine for standing, mine in zip(standings, own, strict=True)]
+        allowance.standings = [
+            Standing(limit, limit.amount - standing.remaining - mine, 0)
+            for limit, standing, mine in zip(limits, standings, own, strict=True)
+        ]
         allowance.granted = [mine + count * size for mine, size in zip(own, sizes, strict=True)]
         allowance.stored = allowance.stored or count > 0
-        allowance.spent = [0] * len(limits)
         now = utcnow()
         allowance.windows = tuple(window_start(limit.window, now) for limit in limits)
         if count < wanted // 2:  # little left, or a reclaim marker: not again before the next tick

@@ -107,6 +107,14 @@ class Plan:
     covered: tuple[bool, ...] = ()
 
     def decide(self, standings: list[Standing]) -> dict[uuid.UUID, int]:
+        """The call's needs by limit id (`ledger.Planner`): raises 402/429 when one does not fit."""
+        by_id: dict[uuid.UUID, int] = {}  # a loop, not a comprehension: no function frame (3.11)
+        for standing, need in zip(standings, self.needs(standings), strict=True):
+            by_id[standing.limit.id] = need
+        return by_id
+
+    def needs(self, standings: list[Standing]) -> list[int]:
+        """`decide`'s needs by position in `standings` (a limit's id, a UUID, hashes in Python)."""
         ask = self.ask
         prices, model_max, prompt = ask.prices, ask.model_max, ask.prompt_tokens
         self.cap = None
@@ -129,7 +137,6 @@ class Plan:
                 cap = max(cap, 0)  # nothing fits: the check below refuses with the tightest limit
             elif cap < model_max:
                 self.cap = cap
-        # Needs by position in `standings` until the end: a limit's id (a UUID) hashes in Python.
         needs: list[int] = []
         refused: list[tuple[Standing, int]] = []
         nothing_fits = model_max != 0 and cap < 1  # refuses every limit but a requests one
@@ -155,10 +162,7 @@ class Plan:
         self.headers = _headers(standings, needs)
         if self.cap is not None:
             self.headers["x-switchboard-max-tokens"] = str(self.cap)
-        by_id: dict[uuid.UUID, int] = {}  # a loop, not a comprehension: no function frame (3.11)
-        for standing, need in zip(standings, needs, strict=True):
-            by_id[standing.limit.id] = need
-        return by_id
+        return needs
 
 
 def _cover_fallbacks(
@@ -237,11 +241,9 @@ def _refusal(
     )
 
 
-# Per metric with OpenAI's headers, in the order they are sent: its limit, remaining and reset names.
-_RATE_HEADERS = {
-    metric: (f"x-ratelimit-limit-{metric}", f"x-ratelimit-remaining-{metric}", f"x-ratelimit-reset-{metric}")
-    for metric in ("requests", "tokens")
-}
+# For the metrics with OpenAI's headers, in the order they are sent: a limit's, remaining and reset names.
+_REQUESTS = ("x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests")
+_TOKENS = ("x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens")
 
 
 def _headers(standings: list[Standing], needs: Sequence[int], now: datetime | None = None) -> dict[str, str]:
@@ -249,16 +251,21 @@ def _headers(standings: list[Standing], needs: Sequence[int], now: datetime | No
 
     `needs`: by position in `standings`. `now` is read here only for a calendar window's reset (a
     rolling one's is its refill time): most calls have none among their requests and tokens limits."""
-    tightest: dict[str, tuple[int, Limit]] = {}  # metric -> (left after this call, limit)
+    requests = tokens = cost = None  # the tightest of each metric: (left after this call, limit)
     for standing, need in zip(standings, needs, strict=True):
         limit = standing.limit
         left = standing.remaining - need
-        found = tightest.get(limit.metric)
-        if found is None or left < found[0]:
-            tightest[limit.metric] = (left, limit)
+        metric = limit.metric
+        if metric == "requests":
+            if requests is None or left < requests[0]:
+                requests = (left, limit)
+        elif metric == "tokens":
+            if tokens is None or left < tokens[0]:
+                tokens = (left, limit)
+        elif cost is None or left < cost[0]:
+            cost = (left, limit)
     headers: dict[str, str] = {}
-    for metric, (limit_name, remaining_name, reset_name) in _RATE_HEADERS.items():
-        found = tightest.get(metric)
+    for found, (limit_name, remaining_name, reset_name) in ((requests, _REQUESTS), (tokens, _TOKENS)):
         if found is not None:
             left, limit = found
             left = left if left > 0 else 0
@@ -270,9 +277,8 @@ def _headers(standings: list[Standing], needs: Sequence[int], now: datetime | No
                 now = now if now is not None else utcnow()
                 reset = ledger.reset_seconds(limit, limit.amount - left, now)
             headers[reset_name] = openai_duration(reset)
-    found = tightest.get("cost")
-    if found is not None:
-        headers["x-switchboard-budget-remaining"] = str(found[0] if found[0] > 0 else 0)
+    if cost is not None:
+        headers["x-switchboard-budget-remaining"] = str(cost[0] if cost[0] > 0 else 0)
     return headers
 
 
@@ -321,7 +327,7 @@ async def reserve(
         allowance.started([needs[limit.id] for limit in limits])
         assert allowances is not None
         allowances.want(allowance)
-    return Hold(call_id, tuple(limits), plan.headers, _leases=leases, _allowance=allowance), plan
+    return Hold(call_id, tuple(limits), plan.headers, leases=leases, allowance=allowance), plan
 
 
 def _from_allowance(
@@ -329,17 +335,17 @@ def _from_allowance(
 ) -> Hold | None:
     """The call on the allowance, decided on what the allowance last saw of its limits (its cap and
     headers): None when that refuses it or its worst case does not fit what is free."""
-    standings = allowance.standings()
-    if standings is None:
+    standings = allowance.standings
+    if not standings:
         return None
     try:
-        needs = plan.decide(standings)
+        needs = plan.needs(standings)
     except LimitRefused:
         return None  # decided again in the database, on what the limits have now
-    flight = allowance.take([needs[limit.id] for limit in limits], call)
+    flight = allowance.take(needs, call)
     if flight is None:
         return None
-    return Hold(allowance.name, limits, plan.headers, _allowance=allowance, _flight=flight)
+    return Hold(allowance.name, limits, plan.headers, allowance=allowance, flight=flight)
 
 
 async def _reserve_one(

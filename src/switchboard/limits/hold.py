@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from switchboard.limits.allowance_rows import Part
 from switchboard.limits.allowances import Allowance, Flight
@@ -11,19 +10,30 @@ from switchboard.limits.leases import HoldLeases
 from switchboard.limits.rules import Limit
 
 
-@dataclass(eq=False)
 class Hold:
     """A running call's reservation; ended by the settlement that writes its usage record.
 
     `call_id` names the hold rows: the call's own id, or, for a call admitted on an allowance
     (limits/allowances.py), the allowance's, which its settlement draws what it used from."""
 
-    call_id: str
-    limits: tuple[Limit, ...]
-    headers: dict[str, str]
-    _leases: HoldLeases | None = field(default=None, repr=False)
-    _allowance: Allowance | None = field(default=None, repr=False)
-    _flight: Flight | None = field(default=None, repr=False)
+    __slots__ = ("_allowance", "_flight", "_leases", "call_id", "headers", "limits")
+
+    def __init__(
+        self,
+        call_id: str,
+        limits: tuple[Limit, ...],
+        headers: dict[str, str],
+        *,
+        leases: HoldLeases | None = None,
+        allowance: Allowance | None = None,
+        flight: Flight | None = None,
+    ) -> None:
+        self.call_id = call_id
+        self.limits = limits
+        self.headers = headers
+        self._leases = leases
+        self._allowance = allowance
+        self._flight = flight
 
     @property
     def flight(self) -> Flight:

@@ -9,7 +9,6 @@ import functools
 import os
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from switchboard.cache.entry import CachedAnswer
@@ -20,7 +19,6 @@ from switchboard.limits import enforce
 from switchboard.limits.hold import Hold
 from switchboard.limits.rules import Limit
 from switchboard.llm.call_attempt import Attempt, model_max
-from switchboard.llm.outcomes import build_outcome
 from switchboard.llm.prompt_bound import prompt_bound
 from switchboard.llm.services import Pipeline
 from switchboard.metering.outcome import CallOutcome
@@ -64,26 +62,38 @@ async def _fallbacks(pipeline: Pipeline, attempt: Attempt, with_prices: bool) ->
     return tuple(fallbacks.values())
 
 
-@dataclass(frozen=True)
-class RecoveryRecord(CallOutcome):
-    """What recovery needs to write a call's `abandoned` record if its replica dies: the record, and
-    the call's id. Kept as JSON with the call's holds and idempotency claim, written as it is (orjson
-    writes a dataclass, its ids and its times itself): every call under a limit makes one."""
-
-    call_id: str = ""
+# What recovery needs to write a call's `abandoned` record if its replica dies: the record's fields
+# (the others take their defaults; its time is the recovery's), and the call's id. Kept as JSON with
+# the call's holds, record row or idempotency claim (orjson writes its ids itself); every call under
+# a limit makes one, so it is a dict, not a CallOutcome: a frozen dataclass sets each of its fields
+# through object.__setattr__.
+RecoveryRecord = dict[str, object]
 
 
 def recovery_record(attempt: Attempt, call_id: str) -> RecoveryRecord:
-    outcome = build_outcome(
-        attempt,
-        status="abandoned",
-        usage=None,
-        error_code=GATEWAY_CRASHED,
-        of=RecoveryRecord,
-        call_id=call_id,
-    )
-    assert isinstance(outcome, RecoveryRecord)
-    return outcome
+    call, route = attempt.request, attempt.route
+    principal = call.principal
+    return {
+        "request_id": call.request_id,
+        "economy_id": call.economy_id,
+        "user_id": principal.user_id,
+        "room_id": call.room_id,
+        "agent_id": call.agent_id,
+        "session_id": call.session_id,
+        "credential_id": route.credential.id,
+        "credential_scope": route.credential.scope,
+        "provider": route.model.provider,
+        "model": route.model.model,
+        "selector": call.selector,
+        "endpoint": call.endpoint,
+        "stream": call.stream,
+        "status": "abandoned",
+        "error_code": GATEWAY_CRASHED,
+        "idempotency_key": call.idempotency_key,
+        "api_key_id": principal.api_key_id,
+        "attempt": attempt.number,
+        "call_id": call_id,
+    }
 
 
 def _same(record: RecoveryRecord) -> RecoveryRecord:

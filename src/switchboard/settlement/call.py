@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from switchboard.idempotency.service import Claim, StoredResponse
 from switchboard.limits.allowance_rows import Part
 from switchboard.limits.rules import Limit
 
 
-@dataclass(frozen=True)
-class Settlement:
+class Settlement(NamedTuple):
     """`call_id`'s limit holds are replaced by the record's actual usage counted against `limits`
     (`drawn`: `call_id` is the allowance the call was admitted on, whose rows the usage is drawn from,
     and `recorded` the row its record for recovery is on, deleted with it; `returned`: what
@@ -20,6 +19,8 @@ class Settlement:
     `claim` (an idempotency claim) is completed with `stored`, or released when `stored` is None.
     An `abandoned` settlement is recovery's: its record is written only if it still frees something
     (the dead call's holds or claim), so that two replicas recovering the same call write it once.
+    A tuple: every settled call makes one, and a frozen dataclass sets each field through
+    object.__setattr__.
     """
 
     call_id: str | None = None
