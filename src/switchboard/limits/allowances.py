@@ -196,6 +196,7 @@ class Allowances:
         self._upkeep_seconds = upkeep_seconds
         self._numbers = itertools.count()
         self._by_key: dict[tuple[uuid.UUID, ...], Allowance] = {}
+        self._last: tuple[tuple[Limit, ...], Allowance] | None = None  # the last `of`
         self._wanted: list[Allowance] = []
         self._wake = asyncio.Event()
         # Calls waiting for their records to be left (`record`), and the task leaving them.
@@ -204,6 +205,9 @@ class Allowances:
         self._orphans: list[rows.Part] = []  # rows of records whose call never started
 
     def of(self, limits: tuple[Limit, ...]) -> Allowance | None:
+        last = self._last
+        if last is not None and last[0] is limits:
+            return last[1]  # the registry hands out the same tuple for the same caller (no UUID hashing)
         key = tuple(limit.id for limit in limits)
         allowance = self._by_key.get(key)
         if allowance is None:
@@ -212,6 +216,7 @@ class Allowances:
             allowance = self._by_key[key] = Allowance(limits, f"{self._prefix}{next(self._numbers)}")
         elif allowance.limits is not limits:
             allowance.reloaded(limits)
+        self._last = (limits, allowance)
         return allowance
 
     def want(self, allowance: Allowance) -> None:
@@ -370,6 +375,7 @@ class Allowances:
             idle = moment - allowance.used_at >= IDLE_SECONDS
             if idle and not (allowance.stored or allowance.flights or allowance.in_flight):
                 del self._by_key[key]
+                self._last = None
 
     async def ask_back(self, limits: Sequence[Limit]) -> bool:
         """A call was refused on these limits: this process's free parts there go back at once, and
