@@ -1,0 +1,93 @@
+"""A call admitted on an allowance leaves its record for recovery on a row of its own before the
+provider is called (`Allowances.record`). A call cancelled while that write waits never goes on: it
+is released from the allowance at once, and its row, which the write still lands, is deleted at the
+next upkeep. On PostgreSQL, where another transaction can hold the write back deterministically (a
+table lock); the SQLite run of the suite starts the local cluster like every other."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import asyncpg
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from switchboard.db.engine import make_engine
+from switchboard.db.migrate import upgrade
+from switchboard.db.write_transaction import WriteTransactions
+from switchboard.limits.allowances import Allowances
+from switchboard.limits.models import LimitHoldRow
+from tests.limits.test_reserve_in_one_statement import limit, store
+from tests.support.databases import POSTGRES_ADMIN_DSN, _create_pg, _drop_pg
+
+
+@asynccontextmanager
+async def ledger() -> AsyncIterator[tuple[AsyncEngine, WriteTransactions, str]]:
+    name = f"sb_records_{uuid.uuid4().hex[:12]}"
+    await _create_pg(name)
+    base = POSTGRES_ADMIN_DSN.rsplit("/", 1)[0]
+    engine = make_engine(f"{base.replace('postgresql://', 'postgresql+asyncpg://')}/{name}")
+    transactions = WriteTransactions(engine)
+    try:
+        await upgrade(engine)
+        yield engine, transactions, f"{base}/{name}"
+    finally:
+        await transactions.aclose()
+        await engine.dispose()
+        await _drop_pg(name)
+
+
+async def row_names(engine: AsyncEngine) -> set[str]:
+    async with engine.begin() as conn:
+        return set((await conn.execute(select(LimitHoldRow.call_id))).scalars())
+
+
+def test_a_call_cancelled_while_its_record_is_written_is_released_and_its_row_dropped() -> None:
+    async def scenario() -> None:
+        async with ledger() as (engine, transactions, dsn):
+            month = limit("cost", "month", 1_000_000)
+            await store(transactions, month, used={month.id: 0})
+            allowances = Allowances(transactions, lease_seconds=30.0, upkeep_seconds=1.0)
+            allowance = allowances.of((month,))
+            assert allowance is not None
+            allowance.peak = [1000]
+            await allowances.refill(allowance)  # a grant: 125 worst cases
+            flight = allowance.take([1000], lambda: {"call_id": "c1", "status": "abandoned"})
+            assert flight is not None
+            allowance.started()
+
+            blocker = await asyncpg.connect(dsn)
+            try:
+                locked = blocker.transaction()
+                await locked.start()
+                await blocker.execute("LOCK TABLE limit_holds IN EXCLUSIVE MODE")  # inserts wait
+                call = asyncio.ensure_future(allowances.record(allowance, flight))
+                for _ in range(300):  # until the insert waits for the lock
+                    waiting = await blocker.fetchval("SELECT count(*) FROM pg_locks WHERE NOT granted")
+                    if waiting:
+                        break
+                    await asyncio.sleep(0.1)
+                assert waiting and not call.done()
+
+                call.cancel()
+                await asyncio.gather(call, return_exceptions=True)
+                # Released at once: nothing of it is held in memory, the allowance is free again.
+                assert (allowance.in_flight, allowance.unsettled, allowance.flights) == (0, 0, {})
+                assert allowance.held == [0] and allowance.room() == 125
+                await locked.commit()
+            finally:
+                await blocker.close()
+
+            for _ in range(300):  # the write lands after all
+                if flight.name in await row_names(engine):
+                    break
+                await asyncio.sleep(0.1)
+            assert flight.name in await row_names(engine)
+
+            await allowances.tick(engine)  # the next upkeep
+            assert flight.name not in await row_names(engine)
+
+    asyncio.run(scenario())
