@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from switchboard.db.write_transaction import LedgerConnection, WriteTransactions
 from switchboard.kit.clock import utcnow
 from switchboard.limits import allowance_rows as rows
+from switchboard.limits.call_records import CallRecords, Flight
 from switchboard.limits.ledger import Standing
 from switchboard.limits.rules import Limit, window_start
 
@@ -38,18 +39,6 @@ BUSY = 4  # calls in flight on one set of limits before this process asks for an
 IDLE_SECONDS = 1.0  # an allowance goes back once no call has run under its limits for this long
 KEPT = 10_000  # sets of limits followed; past that, calls reserve one by one
 _LOW = rows.MAX_CALLS // 2  # room for fewer calls than this (with BUSY in flight): grant more
-
-
-class Flight:
-    """A call admitted on an allowance, until its settlement."""
-
-    __slots__ = ("call", "name", "needs", "recorded")
-
-    def __init__(self, name: str, needs: Sequence[int], call: Callable[[], object]) -> None:
-        self.name = name  # its record's row, when it has one
-        self.needs = needs  # its worst case per limit, in the allowance's order
-        self.call = call  # builds its record for recovery
-        self.recorded = False  # its record is on its row (`Allowances.record`)
 
 
 class Allowance:
@@ -199,9 +188,7 @@ class Allowances:
         self._last: tuple[tuple[Limit, ...], Allowance] | None = None  # the last `of`
         self._wanted: list[Allowance] = []
         self._wake = asyncio.Event()
-        # Calls waiting for their records to be left (`record`), and the task leaving them.
-        self._records: list[tuple[uuid.UUID, Flight, asyncio.Future[None]]] = []
-        self._recorder: asyncio.Task[None] | None = None
+        self._records = CallRecords(transactions, lease_seconds)
         self._orphans: list[rows.Part] = []  # rows of records whose call never started
 
     def of(self, limits: tuple[Limit, ...]) -> Allowance | None:
@@ -234,41 +221,16 @@ class Allowances:
     async def record(self, allowance: Allowance, flight: Flight) -> None:
         """Leaves the call's record on a row of its own before the provider is called: should the
         process die during the call, recovery writes its `abandoned` record from it (SPEC §13). The
-        calls starting together share one transaction; the call's settlement deletes the row."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._records.append((allowance.limits[0].id, flight, future))
-        if self._recorder is None:
-            self._recorder = asyncio.ensure_future(self._record_waiting())
+        calls starting together share one write; the call's settlement deletes the row."""
+        limit_id = allowance.limits[0].id
         try:
-            await future
+            await self._records.leave(limit_id, flight)
         except BaseException:
             # Cancelled or failed: the call never starts. Its row, should the write land after all,
             # goes at the next upkeep (renewed until then, as every row of this process is).
             allowance.release(flight)
-            self._orphans.append((allowance.limits[0].id, flight.name, -1))
+            self._orphans.append((limit_id, flight.name, -1))
             raise
-
-    async def _record_waiting(self) -> None:
-        try:
-            while self._records:
-                batch, self._records = self._records, []
-                calls = [(limit_id, flight.name, flight.call()) for limit_id, flight, _ in batch]
-                try:
-                    await rows.record_calls_now(self._transactions, calls, self._lease_seconds)
-                except Exception as error:
-                    for _, _, future in batch:
-                        if not future.done():
-                            future.set_exception(error)
-                    continue
-                for _, flight, future in batch:
-                    flight.recorded = True
-                    if not future.done():
-                        future.set_result(None)
-        finally:
-            self._recorder = None
-            for _, _, future in self._records:  # only when this task was cancelled (shutdown)
-                future.cancel()
-            self._records = []
 
     def refills(self, allowance: Allowance) -> bool:
         """Whether a call that did not fit should wait for a grant rather than reserve on its own: the
