@@ -18,9 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from switchboard.db.engine import make_engine
 from switchboard.db.migrate import upgrade
 from switchboard.db.write_transaction import WriteTransactions
-from switchboard.limits.allowances import Allowances
 from switchboard.limits.models import LimitHoldRow
-from tests.limits.test_reserve_in_one_statement import limit, store
+from tests.limits.test_grant_in_one_statement import an_allowance
 from tests.support.databases import POSTGRES_ADMIN_DSN, _create_pg, _drop_pg
 
 
@@ -48,12 +47,7 @@ async def row_names(engine: AsyncEngine) -> set[str]:
 def test_a_call_cancelled_while_its_record_is_written_is_released_and_its_row_dropped() -> None:
     async def scenario() -> None:
         async with ledger() as (engine, transactions, dsn):
-            month = limit("cost", "month", 1_000_000)
-            await store(transactions, month, used={month.id: 0})
-            allowances = Allowances(transactions, lease_seconds=30.0, upkeep_seconds=1.0)
-            allowance = allowances.of((month,))
-            assert allowance is not None
-            allowance.peak = [1000]
+            _, allowances, allowance = await an_allowance(transactions)
             await allowances.refill(allowance)  # a grant: 125 worst cases
             flight = allowance.take([1000], lambda: {"call_id": "c1", "status": "abandoned"})
             assert flight is not None

@@ -15,7 +15,7 @@ from sqlalchemy import insert, select, update
 
 from switchboard.db.write_transaction import WriteTransactions
 from switchboard.limits import allowance_rows
-from switchboard.limits.allowances import Allowances
+from switchboard.limits.allowances import Allowance, Allowances
 from switchboard.limits.ledger import Standing
 from switchboard.limits.models import LimitHoldRow, LimitUsageRow
 from switchboard.limits.postgres_reserve import grant_in_one_statement
@@ -155,6 +155,18 @@ def test_a_rolling_window_counts_what_its_bucket_refilled() -> None:
     asyncio.run(scenario())
 
 
+async def an_allowance(transactions: WriteTransactions) -> tuple[Limit, Allowances, Allowance]:
+    """An allowance on a new cost limit of 1,000,000 whose calls' worst case is 1,000: its grant
+    is 125 of them (what is left over SHARE), not yet taken."""
+    month = limit("cost", "month", 1_000_000)
+    await store(transactions, month, used={month.id: 0})
+    allowances = Allowances(transactions, lease_seconds=30.0, upkeep_seconds=1.0)
+    allowance = allowances.of((month,))
+    assert allowance is not None
+    allowance.peak = [1000]
+    return month, allowances, allowance
+
+
 def test_a_grant_waits_for_the_settlement_changing_its_allowances_rows() -> None:
     """A settlement changes the allowance's rows (what its calls used, what goes back), in an order
     of its own: a grant at the same time, changing them in another, would deadlock. The settlement
@@ -162,12 +174,7 @@ def test_a_grant_waits_for_the_settlement_changing_its_allowances_rows() -> None
 
     async def scenario() -> None:
         async with postgres_ledger() as transactions:
-            month = limit("cost", "month", 1_000_000)
-            await store(transactions, month, used={month.id: 0})
-            allowances = Allowances(transactions, lease_seconds=30.0, upkeep_seconds=1.0)
-            allowance = allowances.of((month,))
-            assert allowance is not None
-            allowance.peak = [1000]
+            month, allowances, allowance = await an_allowance(transactions)
             async with transactions.rows_locked_here([allowance.name]):  # a settlement in flight
                 granting = asyncio.ensure_future(allowances.refill(allowance))
                 await asyncio.sleep(0.2)

@@ -349,7 +349,7 @@ class Allowances:
             if any(limit.id in ids for limit in allowance.limits):
                 returning.extend(allowance.free_parts())
                 allowance.grant_after = time.monotonic() + self.patience
-        names = sorted({name for _, name, _ in returning})
+        names = {name for _, name, _ in returning}
         async with self._transactions.rows_locked_here(names), self._transactions.begin() as conn:
             await rows.draw(conn, returning)
             others = await rows.others_hold(conn, ids, self.process)

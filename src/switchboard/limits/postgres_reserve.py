@@ -26,18 +26,24 @@ _RESERVE_TRIES = 3
 _ARRAYS = ("uuid", "timestamptz", "float8", "bigint", "bigint")  # ids, starts, rates, amounts, needs
 
 
+def _arguments(kinds: Sequence[str], count: int, scalars: int) -> list[str]:
+    """A function's arguments: an array of `count` elements per kind, each element a parameter of its
+    own (asyncpg encodes a scalar in C, an array through several Python-level checks per element),
+    then `scalars` plain parameters."""
+    arguments, number = [], 0
+    for kind in kinds:
+        arguments.append("ARRAY[" + ", ".join(f"${number + i + 1}::{kind}" for i in range(count)) + "]")
+        number += count
+    return arguments + [f"${number + i + 1}" for i in range(scalars)]
+
+
 @functools.cache
 def _reserve_sql(count: int, holding: bool) -> str:
-    """The function's call for `count` limits, its arrays built from one parameter per element:
-    asyncpg encodes a scalar in C, an array through several Python-level checks per element."""
-    arrays, number = [], 0
-    for kind in _ARRAYS if holding else _ARRAYS[:-1]:
-        arrays.append("ARRAY[" + ", ".join(f"${number + i + 1}::{kind}" for i in range(count)) + "]")
-        number += count
+    """The function's call for `count` limits (without needs: it only reads)."""
+    arguments = _arguments(_ARRAYS if holding else _ARRAYS[:-1], count, 4)
     if not holding:
-        arrays.append("NULL::bigint[]")
-    rest = ", ".join(f"${number + i + 1}" for i in range(4))
-    call = f"switchboard_reserve({', '.join(arrays)}, {rest})"
+        arguments.insert(len(_ARRAYS) - 1, "NULL::bigint[]")
+    call = f"switchboard_reserve({', '.join(arguments)})"
     return f"SELECT limit_id, used, reserved, counted, admitted FROM {call}"  # noqa: S608 (placeholders only)
 
 
@@ -116,13 +122,8 @@ def _remember(key: tuple[uuid.UUID, ...], rows: Sequence[Any]) -> None:
 
 @functools.cache
 def _grant_sql(count: int) -> str:
-    """`switchboard_grant` for `count` limits, its arrays built from one parameter per element."""
-    arrays, number = [], 0
-    for kind in _ARRAYS:  # ids, starts, rates, amounts, and the sizes in place of needs
-        arrays.append("ARRAY[" + ", ".join(f"${number + i + 1}::{kind}" for i in range(count)) + "]")
-        number += count
-    rest = ", ".join(f"${number + i + 1}" for i in range(7))
-    call = f"switchboard_grant({', '.join(arrays)}, {rest})"
+    """`switchboard_grant` for `count` limits: the sizes in place of the needs."""
+    call = f"switchboard_grant({', '.join(_arguments(_ARRAYS, count, 7))})"
     return f"SELECT used, reserved, counted, granted FROM {call}"  # noqa: S608 (placeholders only)
 
 

@@ -190,15 +190,15 @@ class SettlementTransaction:
         return freed
 
 
-def _allowances_of(batch: Batch) -> list[str]:
+def _allowances_of(batch: Batch) -> set[str]:
     """The allowances (limits/allowances.py) whose rows the batch's settlements change: this process
     changes them elsewhere too (a grant, the upkeep), and on PostgreSQL two statements changing the
     same rows in different orders deadlock. They take turns here instead (`rows_locked_here`)."""
-    names = set()
+    names: set[str] = set()
     for pending in batch:
         settlement = pending.settlement
         if settlement is not None:
             if settlement.drawn and settlement.call_id is not None:
                 names.add(settlement.call_id)
             names.update(name for _, name, _ in settlement.returned)
-    return sorted(names)
+    return names
