@@ -1,8 +1,9 @@
 """`--instructions N`: user-space instructions per call of the gateway process, counted by valgrind's
-callgrind over N sequential calls of each kind (after 30 to warm up), less what the process counts by
-itself in the same time with no call running (its timers and loops); three rounds of each kind,
-alternated, and their median. A count, not a time, but not free of the machine's load: on a busy
-machine the same code counts up to 20 % more per call (see docs/benchmarks.md).
+callgrind over N calls of each kind (after 30 to warm up), sequential or, with `--concurrency C`, C
+at a time (what the limits' allowances and the writers' batches do under load), less what the
+process counts by itself in the same time with no call running (its timers and loops); three rounds
+of each kind, alternated, and their median. A count, not a time, but not free of the machine's load:
+on a busy machine the same code counts up to 20 % more per call (see docs/benchmarks.md).
 Compare two versions side by side in one run on a quiet machine. What it leaves out is the kernel's
 share (syscalls, the database server's CPU), which the timed load phases include."""
 
@@ -13,6 +14,7 @@ import shutil
 import statistics
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench import gateway
@@ -20,6 +22,7 @@ from bench.measure import say
 from bench.options import Options
 from bench.probe import call
 from bench.processes import BenchError, Child
+from bench.target import Endpoint
 from bench.upstream import Upstream
 
 WARMUP_CALLS = 30
@@ -44,6 +47,27 @@ def _newest_total(prefix: Path) -> int:
     return int(found.group(1))
 
 
+def _calls(endpoint: Endpoint, count: int, concurrency: int, mode: str) -> None:
+    """`count` calls, `concurrency` at a time (each on a connection of its own, as `call` makes)."""
+
+    def one(_: int) -> int:
+        return call(endpoint, timeout=120).status
+
+    if concurrency == 1:
+        statuses = [one(i) for i in range(count)]
+    else:
+        with ThreadPoolExecutor(concurrency) as pool:
+            statuses = list(pool.map(one, range(count)))
+    bad = [status for status in statuses if status != 200]
+    if bad:
+        raise BenchError(f"switchboard under callgrind answered {bad[0]} ({mode}), {len(bad)} times")
+
+
+def _concurrencies(opts: Options) -> tuple[int, ...]:
+    """c=1 unless --concurrency was given (its default, 1,16,64, is for the timed phases)."""
+    return (1,) if opts.concurrency == (1, 16, 64) else opts.concurrency
+
+
 def run(opts: Options, upstream: Upstream) -> None:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise BenchError("--instructions needs valgrind (Debian's package valgrind)")
@@ -65,36 +89,35 @@ def run(opts: Options, upstream: Upstream) -> None:
                 # The process's timers and loops (lease renewal, recovery sweeps, flushes) run by the
                 # clock, and under callgrind a call takes some 100 times longer: what they count while
                 # the calls run is taken out at the rate counted while no call runs.
-                for mode in ("json", "stream"):
-                    for _ in range(WARMUP_CALLS):
-                        if call(getattr(target, mode)).status != 200:
-                            raise BenchError(f"switchboard under callgrind did not answer 200 ({mode})")
+                kinds = [(mode, c) for c in _concurrencies(opts) for mode in ("json", "stream")]
+                for mode, concurrency in kinds:  # each kind warmed as it runs (its pools, batches)
+                    _calls(getattr(target, mode), WARMUP_CALLS, concurrency, mode)
                 _control("-z", str(child.pid))
                 time.sleep(IDLE_SECONDS)
                 _control("-d", "idle", str(child.pid))
                 idle_rate = _newest_total(prefix) / IDLE_SECONDS
                 # Rounds alternate the kinds; the median of three keeps one round that something else
                 # on the machine slowed (more loop wakeups, a checkpoint, a reconnect) from deciding.
-                per_round: dict[str, list[float]] = {"json": [], "stream": []}
+                per_round: dict[tuple[str, int], list[float]] = {kind: [] for kind in kinds}
                 for _ in range(ROUNDS):
-                    for mode in ("json", "stream"):
+                    for mode, concurrency in kinds:
                         endpoint = getattr(target, mode)
                         _control("-z", str(child.pid))
                         started = time.perf_counter()
-                        for _ in range(opts.instructions):
-                            if call(endpoint).status != 200:
-                                raise BenchError(f"switchboard under callgrind did not answer 200 ({mode})")
+                        _calls(endpoint, opts.instructions, concurrency, mode)
                         time.sleep(1.0)  # let the last call's tail (its log line) finish before counting
                         _control("-d", mode, str(child.pid))
                         background = idle_rate * (time.perf_counter() - started)
-                        per_round[mode].append((_newest_total(prefix) - background) / opts.instructions)
+                        per_round[mode, concurrency].append(
+                            (_newest_total(prefix) - background) / opts.instructions
+                        )
                 counts = [
-                    f"{mode} {statistics.median(values) / 1e6:.3f} M "
+                    f"{mode} c={concurrency} {statistics.median(values) / 1e6:.3f} M "
                     f"(rounds {', '.join(f'{v / 1e6:.3f}' for v in values)})"
-                    for mode, values in per_round.items()
+                    for (mode, concurrency), values in per_round.items()
                 ]
                 say(f"  idle: {idle_rate / 1e6:.2f} M instructions per second, taken out of the counts")
             finally:
                 child.stop()
             limits = "two limits" if opts.limits else "no limit"
-            say(f"switchboard {db}, {limits}: instructions per call, c=1: {', '.join(counts)}")
+            say(f"switchboard {db}, {limits}: instructions per call: {', '.join(counts)}")

@@ -123,7 +123,8 @@ def parse(argv: list[str] | None = None) -> Options:
         default=0,
         metavar="N",
         help="count the gateway's instructions per call over N calls of each kind under valgrind's "
-        "callgrind (c=1, one worker) instead of timing load: the same count on a slow or busy machine",
+        "callgrind (c=1 unless --concurrency is given; one worker) instead of timing load: the same count "
+        "on a slow or busy machine",
     )
     parser.add_argument(
         "--pool-sizes",
