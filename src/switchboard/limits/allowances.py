@@ -85,6 +85,13 @@ class Allowance:
             for granted, held, peak in zip(self.granted, self.held, self.peak, strict=True)
         )
 
+    def short(self) -> bool:
+        """`room() < _LOW`, without dividing: asked after every call taken under load."""
+        for granted, held, peak in zip(self.granted, self.held, self.peak, strict=True):
+            if granted - held < _LOW * (peak if peak > 1 else 1):
+                return True
+        return False
+
     def take(self, needs: Sequence[int], call: Callable[[], object]) -> Flight | None:
         """The call on the allowance when `needs` (per limit) fits what is free; else None."""
         held, granted = self.held, self.granted
@@ -212,7 +219,7 @@ class Allowances:
             allowance.in_flight >= BUSY
             and not allowance.granting
             and time.monotonic() >= allowance.grant_after
-            and allowance.room() < _LOW
+            and allowance.short()
         ):
             allowance.granting = True
             self._wanted.append(allowance)

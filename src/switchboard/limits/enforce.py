@@ -28,7 +28,14 @@ from switchboard.limits.hold import Hold
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing
 from switchboard.limits.postgres_reserve import reserve_in_one_statement
-from switchboard.limits.rules import Limit, openai_duration, resets_at, retry_after, seconds_until_fits
+from switchboard.limits.rules import (
+    ROLLING_SECONDS,
+    Limit,
+    openai_duration,
+    resets_at,
+    retry_after,
+    seconds_until_fits,
+)
 from switchboard.metering.service import Prices, largest_completion_within, worst_case_nanos
 
 log = logging.getLogger("switchboard.limits")
@@ -124,15 +131,22 @@ class Plan:
                 if standing.limit.metric == "cost" and not standing.limit.allow_unpriced:
                     raise _unpriced(standing.limit)
         cap = ask.own_cap if ask.own_cap is not None else model_max
+        cost = None  # the worst case's cost at `cap`, once computed
         if ask.own_cap is None and model_max:
             for standing in standings:
                 metric = standing.limit.metric
                 if metric == "cost" and priced:
-                    assert prices is not None
-                    fit = largest_completion_within(prices, prompt, ask.markup_bps, standing.remaining, cap)
-                    cap = min(cap, fit)
-                elif metric == "tokens":
-                    cap = min(cap, standing.remaining - prompt)
+                    if cost is None:
+                        cost = _cost(ask, cap)
+                    if cost > standing.remaining:  # else the largest answer that fits is `cap` itself
+                        assert prices is not None
+                        fit = largest_completion_within(
+                            prices, prompt, ask.markup_bps, standing.remaining, cap
+                        )
+                        if fit < cap:
+                            cap, cost = fit, None
+                elif metric == "tokens" and prompt + cap > standing.remaining:
+                    cap, cost = standing.remaining - prompt, None
             if cap < 1:
                 cap = max(cap, 0)  # nothing fits: the check below refuses with the tightest limit
             elif cap < model_max:
@@ -140,7 +154,6 @@ class Plan:
         needs: list[int] = []
         refused: list[tuple[Standing, int]] = []
         nothing_fits = model_max != 0 and cap < 1  # refuses every limit but a requests one
-        cost = None
         for standing in standings:
             metric = standing.limit.metric
             if metric == "requests":
@@ -251,35 +264,43 @@ def _headers(standings: list[Standing], needs: Sequence[int], now: datetime | No
 
     `needs`: by position in `standings`. `now` is read here only for a calendar window's reset (a
     rolling one's is its refill time): most calls have none among their requests and tokens limits."""
-    requests = tokens = cost = None  # the tightest of each metric: (left after this call, limit)
+    requests = tokens = cost = None  # the tightest limit of each metric, and what it has left after
+    requests_left = tokens_left = cost_left = 0
     for standing, need in zip(standings, needs, strict=True):
         limit = standing.limit
         left = standing.remaining - need
         metric = limit.metric
         if metric == "requests":
-            if requests is None or left < requests[0]:
-                requests = (left, limit)
+            if requests is None or left < requests_left:
+                requests, requests_left = limit, left
         elif metric == "tokens":
-            if tokens is None or left < tokens[0]:
-                tokens = (left, limit)
-        elif cost is None or left < cost[0]:
-            cost = (left, limit)
+            if tokens is None or left < tokens_left:
+                tokens, tokens_left = limit, left
+        elif cost is None or left < cost_left:
+            cost, cost_left = limit, left
     headers: dict[str, str] = {}
-    for found, (limit_name, remaining_name, reset_name) in ((requests, _REQUESTS), (tokens, _TOKENS)):
-        if found is not None:
-            left, limit = found
-            left = left if left > 0 else 0
-            headers[limit_name] = str(limit.amount)
-            headers[remaining_name] = str(left)
-            if limit.rolling:
-                reset = ledger.refill_seconds(limit, limit.amount - left)
-            else:
-                now = now if now is not None else utcnow()
-                reset = ledger.reset_seconds(limit, limit.amount - left, now)
-            headers[reset_name] = openai_duration(reset)
+    if requests is not None:
+        _rate_headers(headers, _REQUESTS, requests, requests_left, now)
+    if tokens is not None:
+        _rate_headers(headers, _TOKENS, tokens, tokens_left, now)
     if cost is not None:
-        headers["x-switchboard-budget-remaining"] = str(cost[0] if cost[0] > 0 else 0)
+        headers["x-switchboard-budget-remaining"] = str(cost_left) if cost_left > 0 else "0"
     return headers
+
+
+def _rate_headers(
+    headers: dict[str, str], names: tuple[str, str, str], limit: Limit, left: int, now: datetime | None
+) -> None:
+    limit_name, remaining_name, reset_name = names
+    if left < 0:
+        left = 0
+    headers[limit_name] = str(limit.amount)
+    headers[remaining_name] = str(left)
+    if limit.window in ROLLING_SECONDS:
+        reset = ledger.refill_seconds(limit, limit.amount - left)
+    else:
+        reset = ledger.reset_seconds(limit, limit.amount - left, now if now is not None else utcnow())
+    headers[reset_name] = openai_duration(reset)
 
 
 async def reserve(

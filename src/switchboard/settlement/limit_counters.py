@@ -119,23 +119,59 @@ async def release_holds(conn: LedgerConnection, holds: Sequence[tuple[uuid.UUID,
         )
 
 
+class DrawnTally:
+    """What a batch's calls admitted on allowances used (limits/allowances.py), summed as they come:
+    per allowance row (drawn from it) and per counter (added to it), with no `Actual` per call and
+    limit. Keyed by the limit id's integer, in the same order as the id: a UUID hashes in Python."""
+
+    __slots__ = ("counters", "rows")
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[int, str], list[Any]] = {}  # -> [used, limit id]
+        self.counters: dict[tuple[int, datetime], list[Any]] = {}  # -> [used, limit id, refill rate]
+
+    def add(self, allowance: str, limits: Sequence[Limit], outcome: CallOutcome, cost: int) -> None:
+        at = outcome.occurred_at
+        rows, counters = self.rows, self.counters
+        for limit in limits:
+            amount = counted(limit.metric, outcome, cost)
+            if not amount:
+                continue
+            number = limit.id.int
+            found = rows.get((number, allowance))
+            if found is None:
+                rows[number, allowance] = [amount, limit.id]
+            else:
+                found[0] += amount
+            key = (number, window_start(limit.window, at))
+            found = counters.get(key)
+            if found is None:
+                counters[key] = [amount, limit.id, refill_rate(limit)]
+            else:
+                found[0] += amount
+
+    def parts(self) -> list[allowance_rows.Part]:
+        """What to draw, one change a row, in the rows' order."""
+        return [(limit_id, name, used) for (_, name), (used, limit_id) in sorted(self.rows.items())]
+
+
 async def settle(
     conn: LedgerConnection,
     actuals: Sequence[Actual],
     recorded: Sequence[allowance_rows.Part] = (),
     returned: Sequence[allowance_rows.Part] = (),
+    drawn: DrawnTally | None = None,
 ) -> None:
-    """Ends finished calls' holds (or draws what they used from the allowance they ran on), adds what
-    they used to their limits' counters, deletes the rows their records for recovery were on (`recorded`),
-    and draws what goes back of allowances (`returned`).
+    """Ends finished calls' holds, adds what they used to their limits' counters, draws what the calls
+    admitted on allowances used (`drawn`) from the allowances' rows and adds it to the counters,
+    deletes the rows their records for recovery were on (`recorded`), and draws what goes back of
+    allowances (`returned`).
 
     The one place a batch's limits are settled in its transaction (the records' own statement on
     PostgreSQL aside: settlement/postgres.py)."""
-    drawn = [actual for actual in actuals if actual.drawn]
-    if drawn:
-        actuals = [actual for actual in actuals if not actual.drawn]
-        await allowance_rows.draw(conn, drawn_parts(drawn))
-        await count(conn, drawn)
+    if drawn is not None and drawn.rows:
+        await allowance_rows.draw(conn, drawn.parts())
+        await _add_to_counters(conn, drawn.counters)
     if returned:
         await allowance_rows.draw(conn, returned)
     if recorded:
@@ -168,15 +204,6 @@ async def settle(
     )  # fmt: skip
 
 
-def drawn_parts(actuals: Sequence[Actual]) -> list[allowance_rows.Part]:
-    """What settled calls used, per allowance row: one change a row, whatever the batch's size."""
-    totals: dict[tuple[uuid.UUID, str], int] = {}
-    for actual in actuals:
-        key = (actual.limit.id, actual.call_id)
-        totals[key] = totals.get(key, 0) + actual.amount
-    return [(limit_id, name, amount) for (limit_id, name), amount in sorted(totals.items()) if amount]
-
-
 async def count(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
     """Adds finished calls' usage to their limits' counters."""
     # Keyed by the limit id's integer, in the same order as the id: a UUID hashes and compares in
@@ -192,6 +219,10 @@ async def count(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
             totals[key] = [actual.amount, limit.id, refill_rate(limit)]
         else:
             found[0] += actual.amount
+    await _add_to_counters(conn, totals)
+
+
+async def _add_to_counters(conn: LedgerConnection, totals: dict[tuple[int, datetime], list[Any]]) -> None:
     if not totals:
         return
     now = utcnow()

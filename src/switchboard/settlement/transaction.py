@@ -25,7 +25,7 @@ from switchboard.metering.rollups import RecordsExisted, RollupKeeper
 from switchboard.metering.writer import Pending
 from switchboard.settlement import limit_counters, recovery
 from switchboard.settlement.call import Settlement
-from switchboard.settlement.limit_counters import Actual, actuals_of
+from switchboard.settlement.limit_counters import Actual, DrawnTally, actuals_of
 from switchboard.settlement.postgres import SettlingStatement
 
 _TABLE = cast(Table, UsageRecordRow.__table__)
@@ -103,6 +103,7 @@ class SettlementTransaction:
         async with transactions.rows_locked_here(_allowances_of(batch)), transactions.begin() as conn:
             kept: list[tuple[object, ...]] = []
             actuals: list[Actual] = []
+            drawn = DrawnTally()
             recorded: list[Part] = []
             returned: list[Part] = []
             recovered: list[tuple[object, ...]] = []
@@ -122,11 +123,12 @@ class SettlementTransaction:
                         await self._idempotency.release_in(conn, settlement.claim)
                 if settlement.call_id is not None:
                     cost = cast(int, row[COST_INDEX])
-                    actuals.extend(
-                        actuals_of(
-                            settlement.call_id, settlement.limits, pending.outcome, cost, settlement.drawn
+                    if settlement.drawn:
+                        drawn.add(settlement.call_id, settlement.limits, pending.outcome, cost)
+                    else:
+                        actuals.extend(
+                            actuals_of(settlement.call_id, settlement.limits, pending.outcome, cost)
                         )
-                    )
                 if settlement.recorded is not None:
                     recorded.append((settlement.limits[0].id, settlement.recorded, 0))
                 returned.extend(settlement.returned)
@@ -138,7 +140,7 @@ class SettlementTransaction:
                     self._insert.insert_on(conn.driver, kept)
                 else:
                     await self._rollups.insert_in(conn, self._core_insert, kept)
-            await limit_counters.settle(conn, actuals, recorded, returned)
+            await limit_counters.settle(conn, actuals, recorded, returned, drawn)
 
     async def _settle_in_one_statement(self, batch: Batch) -> None:
         """PostgreSQL, holds only (no idempotent answer, no recovery): the records' own statement with
