@@ -28,14 +28,7 @@ from switchboard.limits.hold import Hold
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing
 from switchboard.limits.postgres_reserve import reserve_in_one_statement
-from switchboard.limits.rules import (
-    ROLLING_SECONDS,
-    Limit,
-    openai_duration,
-    resets_at,
-    retry_after,
-    seconds_until_fits,
-)
+from switchboard.limits.rules import Limit, openai_duration, resets_at, retry_after, seconds_until_fits
 from switchboard.metering.service import Prices, largest_completion_within, worst_case_nanos
 
 log = logging.getLogger("switchboard.limits")
@@ -296,7 +289,7 @@ def _rate_headers(
         left = 0
     headers[limit_name] = str(limit.amount)
     headers[remaining_name] = str(left)
-    if limit.window in ROLLING_SECONDS:
+    if limit.rolling:
         reset = ledger.refill_seconds(limit, limit.amount - left)
     else:
         reset = ledger.reset_seconds(limit, limit.amount - left, now if now is not None else utcnow())
