@@ -1,8 +1,9 @@
-"""A call admitted on an allowance leaves its record for recovery on a row of its own before the
-provider is called (`Allowances.record`). A call cancelled while that write waits never goes on: it
-is released from the allowance at once, and its row, which the write still lands, is deleted at the
-next upkeep. On PostgreSQL, where another transaction can hold the write back deterministically (a
-table lock); the SQLite run of the suite starts the local cluster like every other."""
+"""A call admitted on an allowance leaves its record for recovery before the provider is called, on a
+row shared with the calls starting together (`Allowances.record`). A call cancelled while that write
+waits never goes on: it is released from the allowance at once, and its row, which the write still
+lands, is deleted at the next upkeep (its only call never settles). On PostgreSQL, where another
+transaction can hold the write back deterministically (a table lock); the SQLite run of the suite
+starts the local cluster like every other."""
 
 from __future__ import annotations
 
@@ -76,12 +77,44 @@ def test_a_call_cancelled_while_its_record_is_written_is_released_and_its_row_dr
                 await blocker.close()
 
             for _ in range(300):  # the write lands after all
-                if flight.name in await row_names(engine):
+                if flight.batch is not None and flight.batch.name in await row_names(engine):
                     break
                 await asyncio.sleep(0.1)
-            assert flight.name in await row_names(engine)
+            assert flight.batch is not None and flight.batch.name in await row_names(engine)
 
             await allowances.tick(engine)  # the next upkeep
-            assert flight.name not in await row_names(engine)
+            assert flight.batch.name not in await row_names(engine)
+
+    asyncio.run(scenario())
+
+
+def test_a_row_of_records_goes_at_the_upkeep_after_its_last_call_settled() -> None:
+    """Calls that start together share one row; it stays while one of them runs, and goes at the
+    next upkeep once the last has settled, for rows made before an upkeep as after one."""
+
+    async def scenario() -> None:
+        async with ledger() as (engine, transactions, _):
+            _, allowances, allowance = await an_allowance(transactions)
+            for round_ in range(2):  # the second round's row is made after upkeeps ran
+                await allowances.refill(allowance)  # the last settlement gave the allowance back
+                flights = [allowance.take([1000], lambda: {"call_id": f"c{round_}"}) for _ in range(2)]
+                assert all(flight is not None for flight in flights)
+                for _ in flights:
+                    allowance.started()
+                await asyncio.gather(*(allowances.record(allowance, flight) for flight in flights if flight))
+                names = {flight.batch.name for flight in flights if flight and flight.batch}
+                assert len(names) == 1 and names <= await row_names(engine)
+
+                first, second = flights
+                assert first is not None and second is not None
+                allowance.settling()
+                allowance.ended(first, [1000])
+                await allowances.tick(engine)
+                assert names <= await row_names(engine)  # its other call still runs
+
+                allowance.settling()
+                allowance.ended(second, [1000])
+                await allowances.tick(engine)
+                assert not names & await row_names(engine)
 
     asyncio.run(scenario())

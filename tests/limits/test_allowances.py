@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -79,14 +80,20 @@ def allowance_rows(database_url: str, limit_id: str) -> dict[str, int]:
     """A limit's allowances: name -> amount (not the rows of running calls' records)."""
     return {
         name: amount
-        for lid, name, amount, _ in holds(database_url)
-        if lid == limit_id and name.startswith("slot-") and "." not in name
+        for lid, name, amount, call in holds(database_url)
+        if lid == limit_id and name.startswith("slot-") and call is None
     }
 
 
 def recorded_calls(database_url: str) -> list[tuple[str, int, Any]]:
-    """The rows running calls on allowances left their records on: (name, amount, record)."""
-    return [(name, amount, call) for _, name, amount, call in holds(database_url) if "." in name]
+    """The records running calls on allowances left, on the rows they share with the calls that
+    started with them: (row, its amount, one call's record)."""
+    return [
+        (name, amount, record)
+        for _, name, amount, call in holds(database_url)
+        if name.startswith("slot-") and call is not None
+        for record in call["calls"]
+    ]
 
 
 def wait_for(condition: Any, what: str, seconds: float = 60) -> Any:
@@ -195,8 +202,10 @@ def test_a_busy_process_is_granted_an_allowance_its_calls_draw_from_and_returns_
             # allowance.)
             wave2 = await start_held(url, user, second, 6, fake_provider)
             assert per_call_holds(database, ids["cost"]) == 4
-            # Each left its record for recovery on a row of its own before the provider was called.
+            # Each left its record for recovery before the provider was called (the calls starting
+            # together on one row), naming the id its usage record will have.
             assert len(recorded_calls(database)) == 6
+            assert all(record["record_id"] for _, _, record in recorded_calls(database))
             status, before = steady(url, admin, database, ids["cost"])
             assert int(status["reserved"]) == 4 * HOLD + sum(before.values())
             fake_provider.release(second)
@@ -209,7 +218,8 @@ def test_a_busy_process_is_granted_an_allowance_its_calls_draw_from_and_returns_
             status, after = steady(url, admin, database, ids["cost"])
             assert after == {name: held - 6 * ACTUAL for name, held in before.items()}
             assert int(status["reserved"]) == 4 * HOLD + sum(after.values())
-            assert not recorded_calls(database)  # each settlement deleted its call's record
+            # Their rows go at the next upkeep, once every call on them has settled.
+            wait_for(lambda: not recorded_calls(database), "the settled calls' record rows stayed", 10)
 
             fake_provider.release(first)
             assert all(r.status_code == 200 for r in await asyncio.gather(*wave1))
@@ -303,8 +313,8 @@ def test_a_killed_process_allowance_expires_and_its_calls_on_it_are_recorded_aba
             own = per_call_holds(database, ids["cost"])
             calls += await start_held(urls[0], user, second, 2, fake_provider)
             assert per_call_holds(database, ids["cost"]) == own  # both on the allowance
-            # Each call on the allowance left its record on a row of its own (amount 0) before the
-            # provider was called: killed at once, well within an upkeep interval, none is lost.
+            # Each call on the allowance left its record (on a row of amount 0) before the provider
+            # was called: killed at once, well within an upkeep interval, none is lost.
             assert len(recorded_calls(database)) == 8 - own
             assert all(amount == 0 and call for _, amount, call in recorded_calls(database))
             os.kill(processes[0].pid, signal.SIGKILL)
@@ -327,6 +337,120 @@ def test_a_killed_process_allowance_expires_and_its_calls_on_it_are_recorded_aba
         # The whole amount is the other process's to spend.
         counts = asyncio.run(wave(urls[1:], user, after, 70, fake_provider))
         assert counts == {200: amount // HOLD, 402: 70 - amount // HOLD}
+
+
+def test_a_call_on_an_allowance_killed_in_a_later_attempt_is_recorded_with_that_attempt(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
+) -> None:
+    """Its record shares a row with the calls that started with it: moving on to the fallback
+    rewrites that row, and the `abandoned` record names attempt 2 and the second model."""
+    busy, first, second = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("busy", "first", "second"))
+    fake_provider.script(busy, held=True)
+    fake_provider.script(first, fail="server_error")
+    fake_provider.script(second, held=True)
+    user, admin = tokens()
+    config = limited_config(fake_provider, [busy, first, second], 60 * HOLD)
+    config["fallbacks"] = {f"openai/{first}": [f"openai/{second}"]}
+    with gateways(databases, tmp_path, config, 2) as (processes, urls, database):
+        setup_caller(urls[0], user, admin, fake_provider, None)
+        ids = limit_ids(urls[0], admin)
+
+        async def run() -> None:
+            calls = await start_held(urls[0], user, busy, 6, fake_provider)
+            wait_for(lambda: allowance_rows(database, ids["cost"]), "no allowance was granted")
+            own = per_call_holds(database, ids["cost"])
+            calls += await start_held(urls[0], user, first, 1, fake_provider)
+            wait_for(lambda: fake_provider.received(second), "the call never fell back")
+            assert per_call_holds(database, ids["cost"]) == own  # on the allowance
+            moved = wait_for(
+                lambda: [r for _, _, r in recorded_calls(database) if r["model"] == second],
+                "the row of the call's record never named its second attempt",
+                10,
+            )
+            assert [(r["attempt"], r["model"]) for r in moved] == [(2, second)]
+            assert not [r for _, _, r in recorded_calls(database) if r["model"] == first]
+            os.kill(processes[0].pid, signal.SIGKILL)
+            await asyncio.gather(*calls, return_exceptions=True)
+
+        asyncio.run(run())
+        assert processes[0].wait(timeout=10) == -signal.SIGKILL
+        fake_provider.release(busy)
+        fake_provider.release(second)
+        wait_for(lambda: not holds(database), "the dead process's rows never expired")
+        headers = {"authorization": f"Bearer {user}"}
+        records = httpx.get(f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+        assert [(r["status"], r["attempt"]) for r in records if r["model"] == second] == [("abandoned", 2)]
+        assert [(r["status"], r["attempt"]) for r in records if r["model"] == first] == [("error", 1)]
+        assert [r["status"] for r in records if r["model"] == busy] == ["abandoned"] * 6
+
+
+def leave_row(database_url: str, limit_id: str, name: str, records: list[dict[str, Any]]) -> None:
+    """A row of running calls' records as a dead process leaves it: its lease already run out."""
+
+    async def write() -> None:
+        engine = make_engine(database_url)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(
+                    LimitHoldRow.__table__.insert().values(
+                        limit_id=uuid.UUID(limit_id),
+                        call_id=name,
+                        amount=0,
+                        lease_until=datetime.now(UTC) - timedelta(seconds=1),
+                        call={"calls": records},
+                    )
+                )
+        finally:
+            await engine.dispose()
+
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, write()).result()
+
+
+def test_recovery_writes_each_call_of_a_dead_row_once_and_none_for_a_call_that_settled(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
+) -> None:
+    """A row lists the calls that started together; some may have settled before their process died.
+    Each listed record names its call's usage record id: recovery writes an `abandoned` record under
+    it unless that id is stored, so a settled call keeps its one `ok` record."""
+    model = f"quick-{uuid.uuid4().hex[:8]}"
+    user, admin = tokens()
+    config = limited_config(fake_provider, [model], 60 * HOLD)
+    with gateways(databases, tmp_path, config, 1) as (_, urls, database):
+        setup_caller(urls[0], user, admin, fake_provider, None)
+        ids = limit_ids(urls[0], admin)
+        headers = {"authorization": f"Bearer {user}"}
+        body = {"model": f"openai/{model}", "messages": MESSAGES, "max_tokens": MAX_TOKENS}
+        answered = httpx.post(f"{urls[0]}/v1/chat/completions", json=body, headers=headers, timeout=60)
+        assert answered.status_code == 200, answered.text
+
+        def usage() -> list[dict[str, Any]]:
+            found = httpx.get(f"{urls[0]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+            return [r for r in found if r["model"] == model]
+
+        [settled] = usage()
+        fields = ("request_id", "economy_id", "user_id", "credential_id", "provider", "model", "endpoint")
+        lost = str(uuid.uuid4())
+
+        def listed(record_id: str) -> dict[str, Any]:
+            return {
+                **{name: settled[name] for name in fields},
+                "selector": settled.get("selector") or f"openai/{model}",
+                "credential_scope": settled.get("credential_scope") or "user",
+                "stream": False,
+                "status": "abandoned",
+                "error_code": "gateway_crashed",
+                "attempt": 1,
+                "call_id": uuid.uuid4().hex,
+                "record_id": record_id,
+            }
+
+        row = "slot-0123456789ab-r0"
+        leave_row(database, ids["cost"], row, [listed(settled["id"]), listed(lost)])
+        wait_for(lambda: len(usage()) == 2 and not holds(database), "the dead row was never recovered")
+        assert sorted((r["id"], r["status"]) for r in usage()) == sorted(
+            [(settled["id"], "ok"), (lost, "abandoned")]
+        )
 
 
 def test_allowances_are_on_unless_turned_off(make_gateway: Any) -> None:

@@ -4,10 +4,11 @@
   admit there in memory. `reserved` counts it like any hold, its lease runs out with its process.
   A grant adds to it; each settlement of a call admitted on it draws what the call used from it, in
   the usage record's transaction; what is free goes back when idle or asked for.
-- A call admitted on an allowance leaves its record on a row of its own before the provider is called,
-  `slot-<process>-<n>.<k>` (amount 0, on the allowance's first limit; the calls starting together in
-  one transaction): recovery writes its `abandoned` record from it if the process dies, and the call's
-  settlement deletes it. A call with an idempotency claim has none: its claim carries its record.
+- A call admitted on an allowance leaves its record before the provider is called on a row shared
+  with the calls starting together, `slot-<process>-r<n>` (amount 0, on the allowance's first limit;
+  `call` is `{"calls": [record, ...]}`): recovery writes their `abandoned` records from it if the
+  process dies (limits/call_records.py). A call with an idempotency claim has none: its claim
+  carries its record.
 - A `reclaim-<process>` row of amount 0 asks the other processes to give back their free parts of a
   limit (a call was refused there while others held allowances).
 
@@ -38,6 +39,7 @@ _HOLDS = cast(Table, LimitHoldRow.__table__)
 
 SLOT = "slot-"
 RECLAIM = "reclaim-"
+CALLS = "calls"  # the key of a records row's list (`record_calls`)
 PROCESS_ID_LENGTH = 12  # hex characters: a process's name among its replicas and their restarts
 _PREFIX_LENGTH = len(SLOT) + PROCESS_ID_LENGTH + 1  # `slot-<process>-`
 MAX_CALLS = 256  # an allowance holds at most this many worst cases (of its largest call so far)
@@ -226,17 +228,34 @@ async def renew(conn: LedgerConnection, ids: Sequence[uuid.UUID], process: str, 
         await conn.execute(_RENEW, parameters)
 
 
-async def record_calls(
-    conn: LedgerConnection, calls: Sequence[tuple[uuid.UUID, str, object]], seconds: float
-) -> None:
-    """Leaves each running call's record on a row of its own (limit, row name, record), leased like
-    the allowance: should this process die, recovery writes the call's `abandoned` record from it."""
-    if calls:
+Records = tuple[uuid.UUID, str, list[object]]  # a row of running calls' records: (limit, name, records)
+
+
+def _listed(records: list[object]) -> dict[str, object]:
+    return {CALLS: records}
+
+
+async def record_calls(conn: LedgerConnection, batches: Sequence[Records], seconds: float) -> None:
+    """Leaves running calls' records on rows (limit, row name, records), leased like the allowance:
+    should this process die, recovery writes the calls' `abandoned` records from them."""
+    if batches:
         until = utcnow() + timedelta(seconds=seconds)
         rows = [
-            {"limit_id": i, "call_id": n, "amount": 0, "lease_until": until, "call": c} for i, n, c in calls
+            {"limit_id": i, "call_id": n, "amount": 0, "lease_until": until, "call": _listed(r)}
+            for i, n, r in batches
         ]
         await conn.execute(_RECORD, rows)
+
+
+async def rewrite_records(
+    conn: LedgerConnection, limit_id: uuid.UUID, name: str, records: list[object]
+) -> None:
+    """A row of running calls' records written again whole (one of its calls moved on to another attempt)."""
+    await conn.execute(
+        update(_HOLDS)
+        .where(_HOLDS.c.limit_id == limit_id, _HOLDS.c.call_id == name)
+        .values(call=_listed(records))
+    )
 
 
 # PostgreSQL: the rows in one statement on a driver connection of the process's own, committed by
@@ -249,7 +268,7 @@ _RECORD_NOW = (
 
 
 async def record_calls_now(
-    transactions: WriteTransactions, calls: Sequence[tuple[uuid.UUID, str, object]], seconds: float
+    transactions: WriteTransactions, batches: Sequence[Records], seconds: float
 ) -> None:
     """`record_calls` in a transaction of its own: running calls' records, left before they go on."""
     until = utcnow() + timedelta(seconds=seconds)
@@ -257,14 +276,14 @@ async def record_calls_now(
         async with transactions.driver_connection() as driver:
             await driver.execute(
                 _RECORD_NOW,
-                [limit_id for limit_id, _, _ in calls],
-                [name for _, name, _ in calls],
-                [json_text(call) for _, _, call in calls],
+                [limit_id for limit_id, _, _ in batches],
+                [name for _, name, _ in batches],
+                [json_text(_listed(records)) for _, _, records in batches],
                 until,
             )
         return
     async with transactions.begin() as conn:
-        await record_calls(conn, calls, seconds)
+        await record_calls(conn, batches, seconds)
 
 
 async def reclaimed(conn: LedgerConnection, now: datetime) -> set[Any]:

@@ -149,6 +149,8 @@ class Allowance:
         if flight is None:
             return
         self.flights.pop(flight.name, None)
+        if used is not None:  # committed: its record for recovery is no longer needed
+            flight.settled()
         drawn = flight.needs if used is None else used
         held, granted = self.held, self.granted
         for index, need in enumerate(flight.needs):
@@ -195,8 +197,7 @@ class Allowances:
         self._last: tuple[tuple[Limit, ...], Allowance] | None = None  # the last `of`
         self._wanted: list[Allowance] = []
         self._wake = asyncio.Event()
-        self._records = CallRecords(transactions, lease_seconds)
-        self._orphans: list[rows.Part] = []  # rows of records whose call never started
+        self._records = CallRecords(transactions, lease_seconds, self._prefix)
 
     def of(self, limits: tuple[Limit, ...]) -> Allowance | None:
         last = self._last
@@ -226,18 +227,21 @@ class Allowances:
             self._wake.set()
 
     async def record(self, allowance: Allowance, flight: Flight) -> None:
-        """Leaves the call's record on a row of its own before the provider is called: should the
-        process die during the call, recovery writes its `abandoned` record from it (SPEC §13). The
-        calls starting together share one write; the call's settlement deletes the row."""
-        limit_id = allowance.limits[0].id
+        """Leaves the call's record before the provider is called: should the process die during the
+        call, recovery writes its `abandoned` record from it (SPEC §13). The calls starting together
+        share one write and one row (limits/call_records.py)."""
         try:
-            await self._records.leave(limit_id, flight)
+            await self._records.leave(allowance.limits[0].id, flight)
         except BaseException:
-            # Cancelled or failed: the call never starts. Its row, should the write land after all,
-            # goes at the next upkeep (renewed until then, as every row of this process is).
+            # Cancelled or failed: the call never starts. Its record, should the write land after
+            # all, no longer keeps its row.
             allowance.release(flight)
-            self._orphans.append((limit_id, flight.name, -1))
+            self._records.forget(flight)
             raise
+
+    async def follow(self, flight: Flight, record: object) -> None:
+        """The call moved on to another attempt: the record recovery would write names that one."""
+        await self._records.follow(flight, record)
 
     def refills(self, allowance: Allowance) -> bool:
         """Whether a call that did not fit should wait for a grant rather than reserve on its own: the
@@ -315,8 +319,8 @@ class Allowances:
         """The upkeep's part: idle and unwanted allowances go back, and every row of this process
         (allowances and running calls' records) is renewed."""
         live = [a for a in self._by_key.values() if a.stored or a.flights]
-        orphans, self._orphans = self._orphans, []
-        if not live and not orphans:
+        finished = self._records.finished()  # record rows whose calls have all settled
+        if not live and not finished:
             self._forget_idle()
             return
         ids = sorted({limit.id for allowance in live for limit in allowance.limits})
@@ -325,7 +329,7 @@ class Allowances:
         async with self._transactions.rows_locked_here(names), engine.begin() as conn:
             await rows.renew(conn, ids, self.process, self._lease_seconds)
             asked = await rows.reclaimed(conn, now)
-            parts: list[rows.Part] = list(orphans)
+            parts: list[rows.Part] = list(finished)
             for allowance in live:
                 limits = allowance.limits
                 idle = not allowance.in_flight and moment - allowance.used_at >= IDLE_SECONDS
@@ -365,8 +369,9 @@ class Allowances:
         return others or bool(returning)
 
     async def close(self) -> None:
-        """At shutdown (its calls have ended): every allowance goes back."""
+        """At shutdown (its calls have ended): every allowance goes back, and settled calls' record rows."""
         parts = [part for allowance in self._by_key.values() for part in allowance.given_back()]
+        parts.extend(self._records.finished())
         if parts:
             names = {name for _, name, _ in parts}
             async with self._transactions.rows_locked_here(names), self._transactions.begin() as conn:

@@ -46,13 +46,10 @@ class Hold:
         """Admitted on an allowance: its settlement draws from the allowance's rows."""
         return self._flight is not None
 
-    def settling(self) -> tuple[str | None, list[Part]]:
-        """The settlement is about to be handed over. Returns the row the call's record is on, which
-        the settlement deletes, if any, and what the settlement gives back of the allowance on its
-        limits (the last call running on them gives it all back)."""
-        returned = self._allowance.settling() if self._allowance is not None else []
-        flight = self._flight
-        return (flight.name if flight is not None and flight.recorded else None), returned
+    def settling(self) -> list[Part]:
+        """The settlement is about to be handed over. Returns what it gives back of the allowance on
+        its limits (the last call running on them gives it all back)."""
+        return self._allowance.settling() if self._allowance is not None else []
 
     async def stop(self, used: Sequence[int] | None = None) -> None:
         """The call settled (`used`: what it counted per limit; None when that is unknown): its lease
@@ -61,12 +58,3 @@ class Hold:
             self._leases.discard(self.call_id)
         if self._allowance is not None:
             self._allowance.ended(self._flight, used)
-
-    def follow(self) -> str | None:
-        """The call moved on to another attempt: returns the row whose record recovery would read,
-        to be replaced (None: none written: an allowance's call whose idempotency claim carries it).
-        An allowance's call's record was written before the call went on (`Allowances.record`)."""
-        flight = self._flight
-        if flight is None:
-            return self.call_id
-        return flight.name if flight.recorded else None

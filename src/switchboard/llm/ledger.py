@@ -21,7 +21,7 @@ from switchboard.limits.rules import Limit
 from switchboard.llm.call_attempt import Attempt, model_max
 from switchboard.llm.prompt_bound import prompt_bound
 from switchboard.llm.services import Pipeline
-from switchboard.metering.outcome import CallOutcome
+from switchboard.metering.outcome import CallOutcome, new_record_id
 from switchboard.metering.pricing import Prices
 from switchboard.observability import events
 from switchboard.routing.route import Route
@@ -37,6 +37,9 @@ class Reservation(NamedTuple):
     and the output cap the limits set (SPEC §13), if they set one."""
 
     call_id: str  # '' for a call with no limit and no idempotency claim: nothing refers to it
+    # The id its usage record will have (None: the writer's own), named in its record for recovery: a
+    # dead call's `abandoned` record takes it too, so that a call is recorded once whatever happens.
+    record_id: uuid.UUID | None
     claim: Claim | None
     hold: Hold | None
     gateway_cap: int | None
@@ -70,7 +73,7 @@ async def _fallbacks(pipeline: Pipeline, attempt: Attempt, with_prices: bool) ->
 RecoveryRecord = dict[str, object]
 
 
-def recovery_record(attempt: Attempt, call_id: str) -> RecoveryRecord:
+def recovery_record(attempt: Attempt, call_id: str, record_id: uuid.UUID | None) -> RecoveryRecord:
     call, route = attempt.request, attempt.route
     principal = call.principal
     return {
@@ -93,6 +96,7 @@ def recovery_record(attempt: Attempt, call_id: str) -> RecoveryRecord:
         "api_key_id": principal.api_key_id,
         "attempt": attempt.number,
         "call_id": call_id,
+        "record_id": record_id,
     }
 
 
@@ -148,9 +152,10 @@ async def begin(
     # The id names the call to recovery and to its holds' settlement: a call with neither has no use
     # for one. 128 random bits, as a uuid4's hex, without the UUID object.
     call_id = os.urandom(16).hex() if recovered else ""
+    record_id = new_record_id() if recovered else None
     # Built now only for an idempotency claim, which carries it; a call's hold or record row is
     # given it as it is written (limits/enforce.py).
-    record = recovery_record(first, call_id) if claim is not None else None
+    record = recovery_record(first, call_id, record_id) if claim is not None else None
     hold, gateway_cap, routes = None, None, call.routes
     if limits:
         if hit is not None:
@@ -168,7 +173,7 @@ async def begin(
                 call_id=call_id,
                 call=functools.partial(_same, record)
                 if record is not None
-                else functools.partial(recovery_record, first, call_id),
+                else functools.partial(recovery_record, first, call_id, record_id),
                 lease_seconds=pipeline.settings.lease_seconds,
                 allowances=pipeline.allowances,
                 claimed=claim is not None,
@@ -185,7 +190,7 @@ async def begin(
             routes = [r for r in routes if (r.model.provider, r.model.model) not in left_out]
     if claim is not None and record is not None:
         await pipeline.idempotency.attach(claim, record)
-    return Reservation(call_id, claim, hold, gateway_cap, routes)
+    return Reservation(call_id, record_id, claim, hold, gateway_cap, routes)
 
 
 async def record_attempt(
@@ -202,12 +207,14 @@ async def record_attempt(
 async def _follow_attempt(pipeline: Pipeline, reservation: Reservation, under_way: Attempt) -> None:
     """Recovery's record follows the call to the attempt now under way: should the replica die in
     it, the `abandoned` record names that attempt, its model and its credential, not the first's."""
-    record = recovery_record(under_way, reservation.call_id)
+    record = recovery_record(under_way, reservation.call_id, reservation.record_id)
     hold = reservation.hold
-    row = hold.follow() if hold is not None else None
-    if row is not None:
+    if hold is not None and hold.drawn:
+        assert pipeline.allowances is not None
+        await pipeline.allowances.follow(hold.flight, record)
+    elif hold is not None:
         async with pipeline.engine.begin() as conn:
-            await recovery.remember_call(conn, row, record)
+            await recovery.remember_call(conn, hold.call_id, record)
     if reservation.claim is not None:
         await pipeline.idempotency.attach(reservation.claim, record)
 
@@ -224,18 +231,18 @@ async def settle(
     settlement = None
     hold, claim = reservation.hold, reservation.claim
     if hold is not None:
-        recorded, returned = hold.settling()
+        returned = hold.settling()
         settlement = Settlement(
             call_id=hold.call_id,  # the call's own, or its allowance's
             limits=hold.limits,
             claim=claim,
             stored=stored,
             drawn=hold.drawn,
-            recorded=recorded,
             returned=returned,
+            record_id=reservation.record_id,
         )
     elif claim is not None:
-        settlement = Settlement(claim=claim, stored=stored)
+        settlement = Settlement(claim=claim, stored=stored, record_id=reservation.record_id)
     cost: int | None = None  # the record's, once committed (metrics and the access record)
     try:
         cost = await pipeline.call_sink.record(outcome, settlement)

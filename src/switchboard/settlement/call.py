@@ -13,12 +13,13 @@ from switchboard.limits.rules import Limit
 
 class Settlement(NamedTuple):
     """`call_id`'s limit holds are replaced by the record's actual usage counted against `limits`
-    (`drawn`: `call_id` is the allowance the call was admitted on, whose rows the usage is drawn from,
-    and `recorded` the row its record for recovery is on, deleted with it; `returned`: what
-    goes back of allowances on these limits, drawn from their rows after the usage);
+    (`drawn`: `call_id` is the allowance the call was admitted on, whose rows the usage is drawn from;
+    `returned`: what goes back of allowances on these limits, drawn from their rows after the usage);
     `claim` (an idempotency claim) is completed with `stored`, or released when `stored` is None.
+    `record_id`: the id the record must have (the one the call's record for recovery names).
     An `abandoned` settlement is recovery's: its record is written only if it still frees something
-    (the dead call's holds or claim), so that two replicas recovering the same call write it once.
+    (the dead call's holds or claim), so that two replicas recovering the same call write it once;
+    one `listed` on a row of running calls' records is written unless its id is already stored.
     A tuple: every settled call makes one, and a frozen dataclass sets each field through
     object.__setattr__.
     """
@@ -28,7 +29,7 @@ class Settlement(NamedTuple):
     claim: Claim | None = None
     stored: StoredResponse | None = None
     drawn: bool = False
-    recorded: str | None = None
     returned: Sequence[Part] = ()
     abandoned: bool = False
     record_id: uuid.UUID | None = None
+    listed: bool = False

@@ -158,14 +158,12 @@ class DrawnTally:
 async def settle(
     conn: LedgerConnection,
     actuals: Sequence[Actual],
-    recorded: Sequence[allowance_rows.Part] = (),
     returned: Sequence[allowance_rows.Part] = (),
     drawn: DrawnTally | None = None,
 ) -> None:
     """Ends finished calls' holds, adds what they used to their limits' counters, draws what the calls
-    admitted on allowances used (`drawn`) from the allowances' rows and adds it to the counters,
-    deletes the rows their records for recovery were on (`recorded`), and draws what goes back of
-    allowances (`returned`).
+    admitted on allowances used (`drawn`) from the allowances' rows and adds it to the counters, and
+    draws what goes back of allowances (`returned`).
 
     The one place a batch's limits are settled in its transaction (the records' own statement on
     PostgreSQL aside: settlement/postgres.py)."""
@@ -174,8 +172,6 @@ async def settle(
         await _add_to_counters(conn, drawn.counters)
     if returned:
         await allowance_rows.draw(conn, returned)
-    if recorded:
-        await allowance_rows.drop(conn, recorded)
     if not actuals:
         return
     if conn.dialect.name != "postgresql":

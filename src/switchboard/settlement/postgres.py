@@ -19,8 +19,7 @@ class SettlingStatement:
     the statement stored say (`new`, the records' insert, returns their ids): a batch retried after
     its commit went through counts nothing twice. `records` is the writer's insert-and-roll-up
     statement (metering.rollups.PostgresRecordsAndRollups); each actual comes with its record's id.
-    `dropped` (limit id, row name): rows of running calls' records (limits/allowance_rows.py) that
-    the settled calls had, deleted with them. `returned` (record id, limit id, allowance, amount):
+    `returned` (record id, limit id, allowance, amount):
     what goes back of allowances with a settled call (`Settlement.returned`), drawn with the usage
     drawn from the same rows, once per stored record like it.
     """
@@ -30,18 +29,14 @@ class SettlingStatement:
         records: PostgresRecordsAndRollups,
         actuals: Sequence[tuple[uuid.UUID, Actual]],
         now: datetime,
-        dropped: Sequence[tuple[uuid.UUID, str]] = (),
         returned: Sequence[tuple[uuid.UUID, uuid.UUID, str, int]] = (),
     ) -> None:
         self._records = records
         self._actuals = actuals
         self._now = now
-        self._dropped = dropped
         self._returned = returned
         # The records' statement takes one array per column: the settlement's values come after them.
-        self.sql = _settling_sql(
-            records.sql, len(records.columns) + 1, len(actuals), len(dropped), len(returned)
-        )
+        self.sql = _settling_sql(records.sql, len(records.columns) + 1, len(actuals), len(returned))
 
     def parameters(self, rows: Sequence[Any]) -> list[Any]:
         arguments = list(self._records.parameters(rows)[0])
@@ -54,8 +49,6 @@ class SettlingStatement:
         arguments += [refill_rate(actual.limit) for _, actual in actuals]
         arguments += [actual.drawn for _, actual in actuals]
         arguments.append(self._now)
-        arguments += [limit_id for limit_id, _ in self._dropped]
-        arguments += [name for _, name in self._dropped]
         for column in range(4):
             arguments += [part[column] for part in self._returned]
         return [arguments]
@@ -73,16 +66,15 @@ def _array(start: int, count: int, kind: str) -> str:
 
 
 @functools.cache
-def _settling_sql(records_sql: str, first: int, count: int, dropped: int, returned: int) -> str:
+def _settling_sql(records_sql: str, first: int, count: int, returned: int) -> str:
     """The settlement's arrays are built in SQL from one parameter per element, as the reservation's
     are (limits.postgres_reserve): asyncpg encodes a scalar in C, an array with Python checks per
-    element. One prepared statement per number of holds settled, rows dropped and parts returned."""
+    element. One prepared statement per number of holds settled and parts returned."""
     arrays = [_array(first + column * count, count, kind) for column, kind in enumerate(_COLUMNS)]
     limits, calls, records, starts, amounts, rates, drawn = arrays
     at = first + len(_COLUMNS) * count
     now = f"${at}"
-    drop_limits, drop_names = _array(at + 1, dropped, "uuid"), _array(at + 1 + dropped, dropped, "text")
-    at += 1 + 2 * dropped
+    at += 1
     back = [_array(at + column * returned, returned, kind) for column, kind in enumerate(_RETURNED)]
     refill = (
         "LEAST(floor(GREATEST(extract(epoch FROM excluded.updated_at - u.updated_at), 0) * excluded.rate),"
@@ -90,9 +82,7 @@ def _settling_sql(records_sql: str, first: int, count: int, dropped: int, return
     )
     # Only parameter numbers go into the text; every value is an argument.
     settlement = (
-        f"dropped AS (DELETE FROM limit_holds h USING unnest({drop_limits}, {drop_names}) "  # noqa: S608
-        "AS r(limit_id, call_id) WHERE h.limit_id = r.limit_id AND h.call_id = r.call_id), "
-        f"released AS (DELETE FROM limit_holds h USING unnest({limits}, {calls}, {drawn}) "
+        f"released AS (DELETE FROM limit_holds h USING unnest({limits}, {calls}, {drawn}) "  # noqa: S608
         "AS r(limit_id, call_id, drawn) "
         "WHERE NOT r.drawn AND h.limit_id = r.limit_id AND h.call_id = r.call_id), "
         # A call admitted on an allowance: what it used is drawn from the allowance's row, once per

@@ -2,9 +2,11 @@
 
 A call whose replica died leaves its limit holds and idempotency claim behind; once their lease has
 run out, one `abandoned` record is written for it and both are freed. Every replica sweeps (from
-llm/upkeep.py); the record's id is derived from the call's id, and the transaction commits it only
-while it frees what the dead call held (settlement/transaction.py), so two sweepers (or a sweeper
-and a late settlement) write it once.
+llm/upkeep.py); the record's id is the one the call's own record would have had (named in its record
+for recovery; derived from the call's id for a record that names none), and the transaction commits
+it only while it frees what the dead call held (settlement/transaction.py), so two sweepers (or a
+sweeper and a late settlement) write it once. A row of running calls' records (limits/call_records.py)
+lists several calls, some of which may have settled: each is written unless its id is stored.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from switchboard.db.driver_statements import driver_ready
 from switchboard.db.write_transaction import LedgerConnection
 from switchboard.idempotency.service import Claim, IdempotencyStore
 from switchboard.kit.clock import utcnow
-from switchboard.limits.allowance_rows import is_allowance_row
+from switchboard.limits.allowance_rows import CALLS, is_allowance_row
 from switchboard.limits.models import LimitHoldRow
 from switchboard.metering.outcome import CallOutcome
 from switchboard.metering.spool import outcome_from_json
@@ -55,6 +57,12 @@ async def release_dead_holds(conn: LedgerConnection, call_id: str, now: datetime
     """Frees a dead call's holds; False when they were settled or renewed meanwhile."""
     result = await conn.execute(_RELEASE_DEAD, {"b_call": call_id, "b_now": now})
     return bool(result.rowcount)
+
+
+async def still_held(conn: LedgerConnection, row: str) -> bool:
+    """Whether a row of running calls' records is there (its process renewed it meanwhile: alive)."""
+    found = await conn.execute(select(_HOLDS.c.call_id).where(_HOLDS.c.call_id == row).limit(1))
+    return found.scalar() is not None
 
 
 async def dead_calls(
@@ -94,21 +102,28 @@ def _abandoned(record: dict[str, Any]) -> CallOutcome:
     return outcome_from_json({**record, "occurred_at": utcnow().isoformat()})
 
 
+def _record_id(record: dict[str, Any], call_id: str) -> uuid.UUID:
+    named = record.get("record_id")
+    return uuid.UUID(str(named)) if named else abandoned_record_id(str(record.get("call_id") or call_id))
+
+
 async def recover(sink: UsageWriter[Settlement], dead: DeadCalls) -> int:
     """Writes each dead call's `abandoned` record with what frees its holds or claim; returns how
     many records it handed to the writer."""
     written = 0
-    for call_id, record in dead.holds:
+    for row, record in dead.holds:
         if record is None:
             continue
-        # A slot's row carries the call's record: the record is named by the call, not the slot.
-        record_id = abandoned_record_id(str(record.get("call_id") or call_id))
-        settlement = Settlement(call_id=call_id, abandoned=True, record_id=record_id)
-        await sink.record(_abandoned(record), settlement)
-        written += 1
+        listed = CALLS in record
+        for one in record[CALLS] if listed else [record]:
+            # A shared row carries calls' records: each is named by its call, not the row.
+            settlement = Settlement(
+                call_id=row, abandoned=True, record_id=_record_id(one, row), listed=listed
+            )
+            await sink.record(_abandoned(one), settlement)
+            written += 1
     for claim, record in dead.claims:
-        call_id = str(record.get("call_id") or claim.token)
-        settlement = Settlement(claim=claim, abandoned=True, record_id=abandoned_record_id(call_id))
+        settlement = Settlement(claim=claim, abandoned=True, record_id=_record_id(record, claim.token))
         await sink.record(_abandoned(record), settlement)
         written += 1
     return written

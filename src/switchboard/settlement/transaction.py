@@ -104,13 +104,12 @@ class SettlementTransaction:
             kept: list[tuple[object, ...]] = []
             actuals: list[Actual] = []
             drawn = DrawnTally()
-            recorded: list[Part] = []
             returned: list[Part] = []
             recovered: list[tuple[object, ...]] = []
             for pending, row in zip(batch, rows, strict=True):
                 settlement = pending.settlement
                 if settlement is not None and settlement.abandoned:
-                    if await self._free_dead(conn, settlement, now):
+                    if await self._free_dead(conn, settlement, now) or await self._row_gone(conn, settlement):
                         recovered.append(row)
                     continue
                 kept.append(row)
@@ -129,8 +128,6 @@ class SettlementTransaction:
                         actuals.extend(
                             actuals_of(settlement.call_id, settlement.limits, pending.outcome, cost)
                         )
-                if settlement.recorded is not None:
-                    recorded.append((settlement.limits[0].id, settlement.recorded, 0))
                 returned.extend(settlement.returned)
             if recovered:
                 kept.extend(await self._not_yet_stored(conn, recovered))
@@ -140,7 +137,7 @@ class SettlementTransaction:
                     self._insert.insert_on(conn.driver, kept)
                 else:
                     await self._rollups.insert_in(conn, self._core_insert, kept)
-            await limit_counters.settle(conn, actuals, recorded, returned, drawn)
+            await limit_counters.settle(conn, actuals, returned, drawn)
 
     async def _settle_in_one_statement(self, batch: Batch) -> None:
         """PostgreSQL, holds only (no idempotent answer, no recovery): the records' own statement with
@@ -148,14 +145,11 @@ class SettlementTransaction:
         assert isinstance(self._insert, PostgresBatchInsert) and self._rollups.postgres is not None
         rows = await self._rows.rows(batch)
         actuals: list[tuple[uuid.UUID, Actual]] = []
-        dropped: list[tuple[uuid.UUID, str]] = []
         returned: list[tuple[uuid.UUID, uuid.UUID, str, int]] = []
         for pending, row in zip(batch, rows, strict=True):
             settlement = pending.settlement
             if settlement is None or settlement.call_id is None:
                 continue
-            if settlement.recorded is not None:
-                dropped.append((settlement.limits[0].id, settlement.recorded))
             returned.extend((pending.record_id, *part) for part in settlement.returned)
             cost = cast(int, row[COST_INDEX])
             actuals.extend(
@@ -164,7 +158,7 @@ class SettlementTransaction:
                     settlement.call_id, settlement.limits, pending.outcome, cost, settlement.drawn
                 )
             )
-        statement = SettlingStatement(self._rollups.postgres, actuals, utcnow(), dropped, returned)
+        statement = SettlingStatement(self._rollups.postgres, actuals, utcnow(), returned)
         async with self._transactions.rows_locked_here(_allowances_of(batch)):
             await self._insert.insert(rows, statement)
 
@@ -182,6 +176,17 @@ class SettlementTransaction:
                 stored.add(row[0])
                 fresh.append(row)
         return fresh
+
+    @staticmethod
+    async def _row_gone(conn: LedgerConnection, settlement: Settlement) -> bool:
+        """A listed record (recovery.recover) whose row another of its records freed, or that went
+        once its calls settled: written unless its id is stored (`_not_yet_stored`). One whose row
+        is there again (its process renewed it: alive after all) is not."""
+        return (
+            settlement.listed
+            and settlement.call_id is not None
+            and not await recovery.still_held(conn, settlement.call_id)
+        )
 
     async def _free_dead(self, conn: LedgerConnection, settlement: Settlement, now: datetime) -> bool:
         freed = False
