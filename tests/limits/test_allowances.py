@@ -151,6 +151,16 @@ async def _close_later(
         await client.aclose()
 
 
+async def busy_with_an_allowance(
+    url: str, user: str, model: str, fake_provider: Any, database: str, ids: dict[str, str]
+) -> tuple[list[asyncio.Task[httpx.Response]], int]:
+    """Six held calls: the process takes an allowance. Returns them and the cost limit's per-call
+    holds (the calls admitted before the grant)."""
+    calls = await start_held(url, user, model, 6, fake_provider)
+    wait_for(lambda: allowance_rows(database, ids["cost"]), "no allowance was granted")
+    return calls, per_call_holds(database, ids["cost"])
+
+
 def per_call_holds(database_url: str, limit_id: str) -> int:
     return sum(
         1
@@ -308,9 +318,7 @@ def test_a_killed_process_allowance_expires_and_its_calls_on_it_are_recorded_aba
         ids = limit_ids(urls[0], admin)
 
         async def run() -> None:
-            calls = await start_held(urls[0], user, first, 6, fake_provider)
-            wait_for(lambda: allowance_rows(database, ids["cost"]), "no allowance was granted")
-            own = per_call_holds(database, ids["cost"])
+            calls, own = await busy_with_an_allowance(urls[0], user, first, fake_provider, database, ids)
             calls += await start_held(urls[0], user, second, 2, fake_provider)
             assert per_call_holds(database, ids["cost"]) == own  # both on the allowance
             # Each call on the allowance left its record (on a row of amount 0) before the provider
@@ -356,9 +364,7 @@ def test_a_call_on_an_allowance_killed_in_a_later_attempt_is_recorded_with_that_
         ids = limit_ids(urls[0], admin)
 
         async def run() -> None:
-            calls = await start_held(urls[0], user, busy, 6, fake_provider)
-            wait_for(lambda: allowance_rows(database, ids["cost"]), "no allowance was granted")
-            own = per_call_holds(database, ids["cost"])
+            calls, own = await busy_with_an_allowance(urls[0], user, busy, fake_provider, database, ids)
             calls += await start_held(urls[0], user, first, 1, fake_provider)
             wait_for(lambda: fake_provider.received(second), "the call never fell back")
             assert per_call_holds(database, ids["cost"]) == own  # on the allowance

@@ -119,6 +119,11 @@ async def release_holds(conn: LedgerConnection, holds: Sequence[tuple[uuid.UUID,
         )
 
 
+# A batch's usage per counter, keyed by (the limit id's integer, the window's start): [used, limit id,
+# refill rate]. The integer sorts as the id does; a UUID hashes and compares in Python, an int in C.
+Totals = dict[tuple[int, datetime], list[Any]]
+
+
 class DrawnTally:
     """What a batch's calls admitted on allowances used (limits/allowances.py), summed as they come:
     per allowance row (drawn from it) and per counter (added to it), with no `Actual` per call and
@@ -128,7 +133,7 @@ class DrawnTally:
 
     def __init__(self) -> None:
         self.rows: dict[tuple[int, str], list[Any]] = {}  # -> [used, limit id]
-        self.counters: dict[tuple[int, datetime], list[Any]] = {}  # -> [used, limit id, refill rate]
+        self.counters: Totals = {}
 
     def add(self, allowance: str, limits: Sequence[Limit], outcome: CallOutcome, cost: int) -> None:
         at = outcome.occurred_at
@@ -143,12 +148,7 @@ class DrawnTally:
                 rows[number, allowance] = [amount, limit.id]
             else:
                 found[0] += amount
-            key = (number, window_start(limit.window, at))
-            found = counters.get(key)
-            if found is None:
-                counters[key] = [amount, limit.id, refill_rate(limit)]
-            else:
-                found[0] += amount
+            _add_usage(counters, limit, amount, at)
 
     def parts(self) -> list[allowance_rows.Part]:
         """What to draw, one change a row, in the rows' order."""
@@ -202,23 +202,23 @@ async def settle(
 
 async def count(conn: LedgerConnection, actuals: Sequence[Actual]) -> None:
     """Adds finished calls' usage to their limits' counters."""
-    # Keyed by the limit id's integer, in the same order as the id: a UUID hashes and compares in
-    # Python, an int in C.
-    totals: dict[tuple[int, datetime], list[Any]] = {}  # -> [used, limit id, refill rate]
+    totals: Totals = {}
     for actual in actuals:
-        if not actual.amount:
-            continue
-        limit = actual.limit
-        key = (limit.id.int, window_start(limit.window, actual.at))
-        found = totals.get(key)
-        if found is None:
-            totals[key] = [actual.amount, limit.id, refill_rate(limit)]
-        else:
-            found[0] += actual.amount
+        if actual.amount:
+            _add_usage(totals, actual.limit, actual.amount, actual.at)
     await _add_to_counters(conn, totals)
 
 
-async def _add_to_counters(conn: LedgerConnection, totals: dict[tuple[int, datetime], list[Any]]) -> None:
+def _add_usage(totals: Totals, limit: Limit, amount: int, at: datetime) -> None:
+    key = (limit.id.int, window_start(limit.window, at))
+    found = totals.get(key)
+    if found is None:
+        totals[key] = [amount, limit.id, refill_rate(limit)]
+    else:
+        found[0] += amount
+
+
+async def _add_to_counters(conn: LedgerConnection, totals: Totals) -> None:
     if not totals:
         return
     now = utcnow()
