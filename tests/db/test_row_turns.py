@@ -76,3 +76,42 @@ def test_a_waiter_cancelled_in_its_wait_leaves_the_turns_as_they_were() -> None:
             assert transactions._row_locks == {}
 
     asyncio.run(scenario())
+
+
+def test_a_waiter_cancelled_after_its_first_turn_gives_that_turn_back() -> None:
+    async def scenario() -> None:
+        async with postgres_ledger() as transactions:
+            held, let_go, third_in = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+            async def holder() -> None:
+                async with transactions.rows_locked_here(["b"]):
+                    held.set()
+                    await let_go.wait()
+
+            async def waiter() -> None:
+                async with transactions.rows_locked_here(["b", "a"]):  # takes "a", then waits for "b"
+                    raise AssertionError("a cancelled waiter never gets its turn")
+
+            async def third() -> None:
+                async with transactions.rows_locked_here(["a"]):
+                    third_in.set()
+
+            holding = asyncio.ensure_future(holder())
+            await held.wait()
+            waiting = asyncio.ensure_future(waiter())
+            for _ in range(5):
+                await asyncio.sleep(0)
+            queued = asyncio.ensure_future(third())  # behind the waiter, for "a"
+            for _ in range(5):
+                await asyncio.sleep(0)
+            assert not third_in.is_set()
+            waiting.cancel()
+            await asyncio.gather(waiting, return_exceptions=True)
+            async with asyncio.timeout(5):
+                await queued  # "a" came back at once, while "b" is still held
+            assert transactions._row_locks["b"].lock.locked()
+            let_go.set()
+            await holding
+            assert transactions._row_locks == {}
+
+    asyncio.run(scenario())

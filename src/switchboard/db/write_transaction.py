@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, cast
 
@@ -83,6 +82,56 @@ class _NothingToLock:
 _NOTHING_TO_LOCK = _NothingToLock()
 
 
+class _Turn:
+    """A key's lock, and how many callers hold or wait for it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
+
+
+class _RowTurns:
+    """`rows_locked_here`: each key's lock in sorted order, the keys forgotten once nobody holds or
+    waits for them. A class rather than a generator over an exit stack: on PostgreSQL every
+    settlement of calls admitted on an allowance takes one, and the exit stack cost a settled call
+    some 2 % of its CPU."""
+
+    __slots__ = ("_keys", "_turns")
+
+    def __init__(self, turns: dict[object, _Turn], keys: Iterable[object]) -> None:
+        self._turns = turns
+        self._keys: list[object] = sorted(set(keys))  # type: ignore[type-var]
+
+    async def __aenter__(self) -> None:
+        turns = self._turns
+        for index, key in enumerate(self._keys):
+            turn = turns.get(key)
+            if turn is None:
+                turn = turns[key] = _Turn()
+            turn.users += 1
+            try:
+                await turn.lock.acquire()
+            except BaseException:  # cancelled while waiting: the turns taken so far go back
+                self._leave(index + 1, index)
+                raise
+
+    async def __aexit__(self, *_: object) -> None:
+        self._leave(len(self._keys), len(self._keys))
+
+    def _leave(self, counted: int, held: int) -> None:
+        """Releases the first `held` keys' locks and uncounts the first `counted` keys."""
+        turns = self._turns
+        for index, key in enumerate(self._keys[:counted]):
+            turn = turns[key]
+            if index < held:
+                turn.lock.release()
+            turn.users -= 1
+            if not turn.users:
+                del turns[key]
+
+
 class _InlineTransaction:
     """`begin()` on SQLite: the inline connection inside BEGIN IMMEDIATE, committed at the end (rolled
     back on an error), else an ordinary transaction. A class rather than a generator-based context
@@ -148,7 +197,7 @@ class WriteTransactions:
         self._inline_lock = asyncio.Lock()
         # Per key, its lock and how many callers hold or wait for it: gone when none do (keys come and
         # go: limits, and allowances, which are named anew each time a process makes one).
-        self._row_locks: dict[object, tuple[asyncio.Lock, list[int]]] = {}
+        self._row_locks: dict[object, _Turn] = {}
         self._checkpoints: LoopCheckpoints | None = None
         if engine.dialect.name == "sqlite":
             self._sync = make_sync_sqlite_engine(engine.url.render_as_string(hide_password=False))
@@ -223,28 +272,7 @@ class WriteTransactions:
         """
         if self._sync is not None:
             return _NOTHING_TO_LOCK
-        return self._row_turns(keys)
-
-    @asynccontextmanager
-    async def _row_turns(self, keys: Iterable[object]) -> AsyncIterator[None]:
-        async with contextlib.AsyncExitStack() as stack:
-            for key in sorted(set(keys)):  # type: ignore[type-var]
-                stack.enter_context(self._counted(key))
-                await stack.enter_async_context(self._row_locks[key][0])
-            yield
-
-    @contextlib.contextmanager
-    def _counted(self, key: object) -> Iterator[None]:
-        entry = self._row_locks.get(key)
-        if entry is None:
-            entry = self._row_locks[key] = (asyncio.Lock(), [0])
-        entry[1][0] += 1
-        try:
-            yield
-        finally:
-            entry[1][0] -= 1
-            if not entry[1][0]:
-                del self._row_locks[key]
+        return _RowTurns(self._row_locks, keys)
 
     async def aclose(self) -> None:
         await self._kept.close()
