@@ -9,6 +9,7 @@ share (syscalls, the database server's CPU), which the timed load phases include
 
 from __future__ import annotations
 
+import http.client
 import re
 import shutil
 import statistics
@@ -20,7 +21,7 @@ from pathlib import Path
 from bench import gateway
 from bench.measure import say
 from bench.options import Options
-from bench.probe import call
+from bench.probe import call, call_on
 from bench.processes import BenchError, Child
 from bench.target import Endpoint
 from bench.upstream import Upstream
@@ -48,16 +49,24 @@ def _newest_total(prefix: Path) -> int:
 
 
 def _calls(endpoint: Endpoint, count: int, concurrency: int, mode: str) -> None:
-    """`count` calls, `concurrency` at a time (each on a connection of its own, as `call` makes)."""
-
-    def one(_: int) -> int:
-        return call(endpoint, timeout=120).status
-
+    """`count` calls, `concurrency` at a time: at 1 each on a fresh connection (the c=1 counts of
+    docs/benchmarks.md); above, each of `concurrency` clients on one kept-alive connection, as wrk in
+    the timed phases and the SDKs' connection pools send them (a connection per call staggers the
+    calls' arrival behind its accept, and the calls starting together batch less than under load)."""
     if concurrency == 1:
-        statuses = [one(i) for i in range(count)]
+        statuses = [call(endpoint, timeout=120).status for _ in range(count)]
     else:
+
+        def client(share: int) -> list[int]:
+            conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=120)
+            try:
+                return [call_on(conn, endpoint).status for _ in range(share)]
+            finally:
+                conn.close()
+
+        shares = [count // concurrency + (1 if i < count % concurrency else 0) for i in range(concurrency)]
         with ThreadPoolExecutor(concurrency) as pool:
-            statuses = list(pool.map(one, range(count)))
+            statuses = [status for statuses in pool.map(client, shares) for status in statuses]
     bad = [status for status in statuses if status != 200]
     if bad:
         raise BenchError(f"switchboard under callgrind answered {bad[0]} ({mode}), {len(bad)} times")

@@ -32,13 +32,18 @@ def _headers(endpoint: Endpoint) -> dict[str, str]:
 def call(endpoint: Endpoint, timeout: float = 30, method: str = "POST") -> Reply:
     """One request on a fresh connection, the whole answer read."""
     conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=timeout)
-    target = endpoint.path + (f"?{endpoint.query}" if endpoint.query else "")
     try:
-        conn.request(method, target, body=endpoint.body or None, headers=_headers(endpoint))
-        resp = conn.getresponse()
-        return Reply(resp.status, resp.read(), {k.lower(): v for k, v in resp.getheaders()})
+        return call_on(conn, endpoint, method)
     finally:
         conn.close()
+
+
+def call_on(conn: http.client.HTTPConnection, endpoint: Endpoint, method: str = "POST") -> Reply:
+    """One request on `conn`, kept alive for the next (as wrk and the SDKs' pools keep theirs)."""
+    target = endpoint.path + (f"?{endpoint.query}" if endpoint.query else "")
+    conn.request(method, target, body=endpoint.body or None, headers=_headers(endpoint))
+    resp = conn.getresponse()
+    return Reply(resp.status, resp.read(), {k.lower(): v for k, v in resp.getheaders()})
 
 
 def _percentile(values: list[float], q: float) -> float:
