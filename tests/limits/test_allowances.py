@@ -38,6 +38,7 @@ from tests.limits.test_replicas import (
     tokens,
     wave,
 )
+from tests.observability.samples import Samples, parse
 from tests.support.databases import DatabaseFactory
 from tests.support.served import gateway_process, served_env
 
@@ -161,6 +162,12 @@ async def busy_with_an_allowance(
     return calls, per_call_holds(database, ids["cost"])
 
 
+def metrics(url: str, admin: str) -> Samples:
+    response = httpx.get(f"{url}/metrics", headers={"authorization": f"Bearer {admin}"})
+    assert response.status_code == 200, response.text
+    return parse(response.text)
+
+
 def per_call_holds(database_url: str, limit_id: str) -> int:
     return sum(
         1
@@ -235,6 +242,11 @@ def test_a_busy_process_is_granted_an_allowance_its_calls_draw_from_and_returns_
             assert all(r.status_code == 200 for r in await asyncio.gather(*wave1))
 
         asyncio.run(run())
+        # What an operator sees of it: four calls reserved on their own, six admitted on the allowance.
+        seen = metrics(url, admin)
+        assert seen.value("switchboard_limit_admissions_total", path="reservation") == 4
+        assert seen.value("switchboard_limit_admissions_total", path="allowance") == 6
+        assert seen.value("switchboard_limit_allowance_grants_total") >= 1
         # The last call's settlement gave the whole allowance back, committed before its answer went
         # out: `reserved` is 0 as soon as the last answer is produced (SPEC §13), on every limit.
         final = limit_status(url, admin, ids["cost"])

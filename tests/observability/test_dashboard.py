@@ -30,6 +30,8 @@ def _exposed() -> dict[str, set[str]]:
         metrics.cost,
         metrics.upstream_errors,
         metrics.limit_rejections,
+        metrics.limit_admissions,
+        metrics.allowance_grants,
         metrics.fallbacks,
         metrics.db_pool_waits,
         metrics.db_pool_wait_seconds,

@@ -183,7 +183,13 @@ class Allowance:
 class Allowances:
     """This process's allowances, one per set of limits calls were made under."""
 
-    def __init__(self, transactions: WriteTransactions, lease_seconds: float, upkeep_seconds: float) -> None:
+    def __init__(
+        self,
+        transactions: WriteTransactions,
+        lease_seconds: float,
+        upkeep_seconds: float,
+        on_grant: Callable[[], None] | None = None,
+    ) -> None:
         self.process = os.urandom(rows.PROCESS_ID_LENGTH // 2).hex()
         self._prefix = rows.prefix_of(self.process)
         self._transactions = transactions
@@ -198,6 +204,7 @@ class Allowances:
         self._wanted: list[Allowance] = []
         self._wake = asyncio.Event()
         self._records = CallRecords(transactions, lease_seconds, self._prefix)
+        self._on_grant = on_grant  # told of every grant that took something (a metric)
 
     def of(self, limits: tuple[Limit, ...]) -> Allowance | None:
         last = self._last
@@ -310,6 +317,8 @@ class Allowances:
         ]
         allowance.granted = [mine + count * size for mine, size in zip(own, sizes, strict=True)]
         allowance.stored = allowance.stored or count > 0
+        if count and self._on_grant is not None:
+            self._on_grant()
         now = utcnow()
         allowance.windows = tuple(window_start(limit.window, now) for limit in limits)
         if count < wanted // 2:  # little left, or a reclaim marker: not again before the next tick

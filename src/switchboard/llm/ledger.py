@@ -183,6 +183,7 @@ async def begin(
             if pipeline.webhooks is not None:
                 pipeline.webhooks.limit_refused(call, refused)
             raise
+        events.limit_admitted(pipeline.metrics, hold.drawn)
         gateway_cap = plan.cap
         if not all(plan.covered):
             # A fallback whose worst case does not fit what is left would overspend: never taken.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 
 from fastapi import FastAPI
 
@@ -14,6 +15,8 @@ from switchboard.limits.leases import HoldLeases
 from switchboard.limits.registry import LimitRegistry
 from switchboard.llm.services import pipeline_of
 from switchboard.llm.upkeep import UPKEEP_SECONDS, upkeep_forever
+from switchboard.observability import events
+from switchboard.observability.metrics import Metrics
 from switchboard.observability.workers import shared_directory
 from switchboard.routing.health import RouteHealth
 
@@ -34,7 +37,15 @@ async def startup(app: FastAPI) -> None:
     interval = min(UPKEEP_SECONDS, lease_seconds / 3)
     allowances = None
     if app.state.settings.limit_allowances:
-        allowances = Allowances(app.state.write_transactions, lease_seconds, interval)
+        metrics = getattr(app.state, "metrics", None)
+        if not isinstance(metrics, Metrics):
+            metrics = None
+        allowances = Allowances(
+            app.state.write_transactions,
+            lease_seconds,
+            interval,
+            on_grant=functools.partial(events.allowance_granted, metrics) if metrics else None,
+        )
     pipeline = pipeline_of(app.state, registry, routing, HoldLeases(lease_seconds), allowances)
     app.state.pipeline = pipeline  # for the framework's routes (llm/router.py); app.py wires the fast path
     app.state.upkeep = asyncio.create_task(upkeep_forever(pipeline, interval), name="pipeline-upkeep")

@@ -98,6 +98,16 @@ def limit_refused(metrics: Metrics | None) -> None:
         metrics.limit_rejections.inc()
 
 
+def limit_admitted(metrics: Metrics | None, on_allowance: bool) -> None:
+    if metrics is not None:
+        (metrics.admitted_on_allowance if on_allowance else metrics.admitted_on_reservation).inc()
+
+
+def allowance_granted(metrics: Metrics | None) -> None:
+    if metrics is not None:
+        metrics.allowance_grants.inc()
+
+
 def stream_opened(metrics: Metrics | None) -> None:
     if metrics is not None:
         metrics.streams.inc()

@@ -102,6 +102,22 @@ class Metrics:
             "Calls refused by a spend or rate limit (402 or 429) before the provider was called.",
             registry=registry,
         )
+        # SPEC §13: how calls under limits were admitted, and the allowances that made the cheap way possible.
+        self.limit_admissions = Counter(
+            "switchboard_limit_admissions",
+            "Calls admitted under at least one limit, by path: allowance (in memory, on this process's "
+            "share of the limits) or reservation (a hold of their own, written before the provider is "
+            "called).",
+            ["path"],
+            registry=registry,
+        )
+        self.admitted_on_allowance = self.limit_admissions.labels(path="allowance")
+        self.admitted_on_reservation = self.limit_admissions.labels(path="reservation")
+        self.allowance_grants = Counter(
+            "switchboard_limit_allowance_grants",
+            "Shares of limits granted to this process's allowances (one transaction each).",
+            registry=registry,
+        )
         # SPEC §23: lookups of calls the response cache applies to; `result` is hit or miss.
         self.cache_lookups = Counter(
             "switchboard_cache_lookups",
