@@ -25,6 +25,7 @@ import httpx
 from sqlalchemy import select
 
 from switchboard.db.engine import make_engine
+from switchboard.idempotency.models import IN_FLIGHT, IdempotencyRecord
 from switchboard.limits.models import LimitHoldRow
 from switchboard.settings import load_settings
 from tests.limits.test_replicas import (
@@ -425,50 +426,140 @@ def leave_row(database_url: str, limit_id: str, name: str, records: list[dict[st
         thread.submit(asyncio.run, write()).result()
 
 
+def listed_record(settled: dict[str, Any], model: str, record_id: str) -> dict[str, Any]:
+    """A running call's record for recovery, as a row lists it, for a call like `settled` (a usage record)."""
+    fields = ("request_id", "economy_id", "user_id", "credential_id", "provider", "model", "endpoint")
+    return {
+        **{name: settled[name] for name in fields},
+        "selector": settled.get("selector") or f"openai/{model}",
+        "credential_scope": settled.get("credential_scope") or "user",
+        "stream": False,
+        "status": "abandoned",
+        "error_code": "gateway_crashed",
+        "attempt": 1,
+        "call_id": uuid.uuid4().hex,
+        "record_id": record_id,
+    }
+
+
+@contextmanager
+def one_settled_call(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
+) -> Iterator[tuple[str, str, str, dict[str, str], Any]]:
+    """A gateway that settled one call under the limits: its URL, database, model, limit ids, and
+    the caller's usage records of that model (a function)."""
+    model = f"quick-{uuid.uuid4().hex[:8]}"
+    user, admin = tokens()
+    config = limited_config(fake_provider, [model], 60 * HOLD)
+    with gateways(databases, tmp_path, config, 1) as (_, [url], database):
+        setup_caller(url, user, admin, fake_provider, None)
+        ids = limit_ids(url, admin)
+        headers = {"authorization": f"Bearer {user}"}
+        body = {"model": f"openai/{model}", "messages": MESSAGES, "max_tokens": MAX_TOKENS}
+        answered = httpx.post(f"{url}/v1/chat/completions", json=body, headers=headers, timeout=60)
+        assert answered.status_code == 200, answered.text
+
+        def usage() -> list[dict[str, Any]]:
+            found = httpx.get(f"{url}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+            return [r for r in found if r["model"] == model]
+
+        yield url, database, model, ids, usage
+
+
 def test_recovery_writes_each_call_of_a_dead_row_once_and_none_for_a_call_that_settled(
     databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
 ) -> None:
     """A row lists the calls that started together; some may have settled before their process died.
     Each listed record names its call's usage record id: recovery writes an `abandoned` record under
     it unless that id is stored, so a settled call keeps its one `ok` record."""
-    model = f"quick-{uuid.uuid4().hex[:8]}"
-    user, admin = tokens()
-    config = limited_config(fake_provider, [model], 60 * HOLD)
-    with gateways(databases, tmp_path, config, 1) as (_, urls, database):
-        setup_caller(urls[0], user, admin, fake_provider, None)
-        ids = limit_ids(urls[0], admin)
-        headers = {"authorization": f"Bearer {user}"}
-        body = {"model": f"openai/{model}", "messages": MESSAGES, "max_tokens": MAX_TOKENS}
-        answered = httpx.post(f"{urls[0]}/v1/chat/completions", json=body, headers=headers, timeout=60)
-        assert answered.status_code == 200, answered.text
-
-        def usage() -> list[dict[str, Any]]:
-            found = httpx.get(f"{urls[0]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
-            return [r for r in found if r["model"] == model]
-
+    with one_settled_call(databases, fake_provider, tmp_path) as (_, database, model, ids, usage):
         [settled] = usage()
-        fields = ("request_id", "economy_id", "user_id", "credential_id", "provider", "model", "endpoint")
         lost = str(uuid.uuid4())
-
-        def listed(record_id: str) -> dict[str, Any]:
-            return {
-                **{name: settled[name] for name in fields},
-                "selector": settled.get("selector") or f"openai/{model}",
-                "credential_scope": settled.get("credential_scope") or "user",
-                "stream": False,
-                "status": "abandoned",
-                "error_code": "gateway_crashed",
-                "attempt": 1,
-                "call_id": uuid.uuid4().hex,
-                "record_id": record_id,
-            }
-
         row = "slot-0123456789ab-r0"
-        leave_row(database, ids["cost"], row, [listed(settled["id"]), listed(lost)])
+        leave_row(
+            database,
+            ids["cost"],
+            row,
+            [listed_record(settled, model, settled["id"]), listed_record(settled, model, lost)],
+        )
         wait_for(lambda: len(usage()) == 2 and not holds(database), "the dead row was never recovered")
         assert sorted((r["id"], r["status"]) for r in usage()) == sorted(
             [(settled["id"], "ok"), (lost, "abandoned")]
         )
+
+
+def test_a_record_recovery_cannot_read_is_freed_with_a_warning_and_holds_back_no_other(
+    databases: DatabaseFactory, fake_provider: Any, tmp_path: Path
+) -> None:
+    """Rows are swept in name order, a hundred at a time: a record another version (or a hand) wrote
+    that cannot become an `abandoned` record must not stop every sweep at that row."""
+    with one_settled_call(databases, fake_provider, tmp_path) as (_, database, model, ids, usage):
+        [settled] = usage()
+        unreadable = {"call_id": uuid.uuid4().hex, "record_id": str(uuid.uuid4())}  # no caller, no model
+        after_it, beside_it = str(uuid.uuid4()), str(uuid.uuid4())
+        leave_row(database, ids["cost"], "slot-000000000000-r0", [unreadable])  # swept first
+        leave_row(
+            database,
+            ids["cost"],
+            "slot-000000000000-r1",
+            [unreadable, listed_record(settled, model, beside_it)],
+        )
+        leave_row(database, ids["cost"], "slot-ffffffffffff-r0", [listed_record(settled, model, after_it)])
+        wait_for(lambda: len(usage()) == 3 and not holds(database), "the sweep stopped at the unreadable row")
+        assert sorted((r["id"], r["status"]) for r in usage()) == sorted(
+            [(settled["id"], "ok"), (after_it, "abandoned"), (beside_it, "abandoned")]
+        )
+        # An idempotency claim whose record cannot be read: its key is freed (a retry runs again).
+        key = leave_claim(database, unreadable)
+        wait_for(lambda: not claims(database, key), "the unreadable claim was never freed")
+        log = (tmp_path / "0.log").read_text()
+        assert log.count("recovery cannot read a dead call's record") == 3
+        assert "slot-000000000000-r0 (TypeError)" in log
+        assert "an idempotency claim (TypeError)" in log
+
+
+def leave_claim(database_url: str, record: dict[str, Any]) -> str:
+    """An idempotency claim in flight as a dead process leaves it, with `record` for recovery."""
+    key = f"dead-{uuid.uuid4().hex[:8]}"
+    now = datetime.now(UTC)
+
+    async def write() -> None:
+        engine = make_engine(database_url)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(
+                    IdempotencyRecord.__table__.insert().values(
+                        scope="test",
+                        key=key,
+                        fingerprint="0" * 64,
+                        state=IN_FLIGHT,
+                        claim=uuid.uuid4().hex,
+                        lease_until=now - timedelta(seconds=1),
+                        created_at=now,
+                        expires_at=now + timedelta(days=1),
+                        call=record,
+                    )
+                )
+        finally:
+            await engine.dispose()
+
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, write()).result()
+    return key
+
+
+def claims(database_url: str, key: str) -> list[str]:
+    async def read() -> list[str]:
+        engine = make_engine(database_url)
+        try:
+            async with engine.connect() as conn:
+                found = await conn.execute(select(IdempotencyRecord.key).where(IdempotencyRecord.key == key))
+                return list(found.scalars())
+        finally:
+            await engine.dispose()
+
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, read()).result()
 
 
 def test_allowances_are_on_unless_turned_off(make_gateway: Any) -> None:

@@ -33,6 +33,7 @@ async def upkeep(pipeline: Pipeline) -> int:
         await pipeline.limits.reload(conn)
         dead = await recovery.find_dead_calls(conn, now)
     await recovery.drop_dead_allowances(pipeline.engine, dead, now)
+    dead = await recovery.drop_unreadable(pipeline.engine, pipeline.idempotency, dead, now)
     return await recovery.recover(pipeline.call_sink, dead)
 
 

@@ -11,6 +11,7 @@ lists several calls, some of which may have settled: each is written unless its 
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,6 +30,8 @@ from switchboard.metering.outcome import CallOutcome
 from switchboard.metering.spool import outcome_from_json
 from switchboard.metering.writer import UsageWriter
 from switchboard.settlement.call import Settlement
+
+log = logging.getLogger("switchboard.settlement.recovery")
 
 _HOLDS = cast(Table, LimitHoldRow.__table__)
 _RELEASE_DEAD = driver_ready(
@@ -96,6 +99,64 @@ async def drop_dead_allowances(engine: AsyncEngine, dead: DeadCalls, now: dateti
     if names:
         async with engine.begin() as conn:
             await conn.execute(_RELEASE_DEAD, [{"b_call": name, "b_now": now} for name in names])
+
+
+async def drop_unreadable(
+    engine: AsyncEngine, idempotency: IdempotencyStore, dead: DeadCalls, now: datetime
+) -> DeadCalls:
+    """The dead calls whose records recovery can read. A record it cannot turn into an `abandoned`
+    one (written by hand, or by another version) would stop every sweep at the same row: its call is
+    left unrecorded, with a warning naming the row, and what it held is freed. A shared row keeps
+    the calls it lists that can be read."""
+    holds: list[tuple[str, dict[str, Any] | None]] = []
+    dropped: list[str] = []
+    for row, record in dead.holds:
+        if record is None:
+            holds.append((row, record))
+            continue
+        readable = _readable(record, row)
+        if readable is None:
+            dropped.append(row)
+        else:
+            holds.append((row, readable))
+    claims: list[tuple[Claim, dict[str, Any]]] = []
+    unclaimed: list[Claim] = []
+    for claim, record in dead.claims:
+        if _readable(record, "an idempotency claim") is record:
+            claims.append((claim, record))
+        else:
+            unclaimed.append(claim)
+    if dropped or unclaimed:
+        async with engine.begin() as conn:
+            for row in dropped:
+                await conn.execute(_RELEASE_DEAD, {"b_call": row, "b_now": now})
+            for claim in unclaimed:
+                await idempotency.release_dead_in(conn, claim, now)
+    return DeadCalls(holds, claims)
+
+
+def _readable(record: object, row: str) -> dict[str, Any] | None:
+    """`record` when recovery can write each call it names (a shared row's with only those), else None.
+    `row`: where it was found, for the warning."""
+    if isinstance(record, dict) and CALLS in record:
+        listed = record[CALLS] if isinstance(record[CALLS], list) else []
+        calls = [one for one in listed if _readable(one, row) is one]
+        if not calls:
+            return None
+        return record if len(calls) == len(listed) else {**record, CALLS: calls}
+    try:
+        if not isinstance(record, dict):
+            raise TypeError("not an object")
+        _abandoned(record)
+        _record_id(record, row)
+    except Exception as error:  # what it is, not what it says: a record names users and models
+        log.warning(
+            "recovery cannot read a dead call's record on %s (%s): the call is left unrecorded",
+            row,
+            type(error).__name__,
+        )
+        return None
+    return record
 
 
 def _abandoned(record: dict[str, Any]) -> CallOutcome:
