@@ -5,20 +5,28 @@ process counts by itself in the same time with no call running (its timers and l
 of each kind, alternated, and their median. A count, not a time, but not free of the machine's load:
 on a busy machine the same code counts up to 20 % more per call (see docs/benchmarks.md).
 Compare two versions side by side in one run on a quiet machine. What it leaves out is the kernel's
-share (syscalls, the database server's CPU), which the timed load phases include."""
+share (syscalls, the database server's CPU), which the timed load phases include.
+
+With `--limits-delta R`, one gateway counts R rounds of each kind without and with the two limits of
+`--limits`, switched between its phases and alternated A-B-B-A as `--limits-delta` times them, and
+reports each round's ratio: two separate processes' counts at C=16 differed by up to half on the
+same code (how their calls fell into batches, their databases' state), a round's pair far less."""
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import re
 import shutil
 import statistics
 import subprocess
 import time
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench import gateway
+from bench.limits_delta import FREE, LIMITED, Switch, confirm
 from bench.measure import say
 from bench.options import Options
 from bench.probe import call, call_on
@@ -77,9 +85,33 @@ def _concurrencies(opts: Options) -> tuple[int, ...]:
     return (1,) if opts.concurrency == (1, 16, 64) else opts.concurrency
 
 
+def _count(
+    child: Child, prefix: Path, endpoint: Endpoint, calls: int, concurrency: int, mode: str, idle_rate: float
+) -> float:
+    """Instructions per call over `calls` calls of one kind, less the process's own idle work."""
+    _control("-z", str(child.pid))
+    started = time.perf_counter()
+    _calls(endpoint, calls, concurrency, mode)
+    time.sleep(1.0)  # let the last call's tail (its log line) finish before counting
+    _control("-d", mode, str(child.pid))
+    background = idle_rate * (time.perf_counter() - started)
+    return (_newest_total(prefix) - background) / calls
+
+
+def _sides(opts: Options) -> list[tuple[bool, ...]]:
+    """Per round, the sides counted in it: the gateway's limits as started (`--limits`), or, with
+    `--limits-delta R`, without and with them, alternated A-B-B-A."""
+    if not opts.limits_delta:
+        return [(opts.limits,)] * ROUNDS
+    return [(False, True) if index % 2 == 0 else (True, False) for index in range(opts.limits_delta)]
+
+
 def run(opts: Options, upstream: Upstream) -> None:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise BenchError("--instructions needs valgrind (Debian's package valgrind)")
+    paired = bool(opts.limits_delta)
+    if paired:
+        opts = dataclasses.replace(opts, limits=False)  # the limits are this run's to switch, from off
     for db in opts.dbs:
         with gateway.prepared(db, opts, upstream) as ready:
             prefix = ready.home / "callgrind.out"
@@ -95,6 +127,7 @@ def run(opts: Options, upstream: Upstream) -> None:
             try:
                 child.wait_port(ready.port, STARTUP_TIMEOUT)
                 target = gateway._target(f"switchboard {db}", child, ready.port, 1, ready.ids, None)
+                switch = Switch(ready.port, ready.admin_token)
                 # The process's timers and loops (lease renewal, recovery sweeps, flushes) run by the
                 # clock, and under callgrind a call takes some 100 times longer: what they count while
                 # the calls run is taken out at the rate counted while no call runs.
@@ -107,26 +140,39 @@ def run(opts: Options, upstream: Upstream) -> None:
                 idle_rate = _newest_total(prefix) / IDLE_SECONDS
                 # Rounds alternate the kinds; the median of three keeps one round that something else
                 # on the machine slowed (more loop wakeups, a checkpoint, a reconnect) from deciding.
-                per_round: dict[tuple[str, int], list[float]] = {kind: [] for kind in kinds}
-                for _ in range(ROUNDS):
-                    for mode, concurrency in kinds:
-                        endpoint = getattr(target, mode)
-                        _control("-z", str(child.pid))
-                        started = time.perf_counter()
-                        _calls(endpoint, opts.instructions, concurrency, mode)
-                        time.sleep(1.0)  # let the last call's tail (its log line) finish before counting
-                        _control("-d", mode, str(child.pid))
-                        background = idle_rate * (time.perf_counter() - started)
-                        per_round[mode, concurrency].append(
-                            (_newest_total(prefix) - background) / opts.instructions
-                        )
-                counts = [
-                    f"{mode} c={concurrency} {statistics.median(values) / 1e6:.3f} M "
-                    f"(rounds {', '.join(f'{v / 1e6:.3f}' for v in values)})"
-                    for (mode, concurrency), values in per_round.items()
-                ]
+                per_round: dict[tuple[bool, str, int], list[float]] = defaultdict(list)
+                for sides in _sides(opts):
+                    for limited in sides:
+                        if paired:
+                            (switch.on if limited else switch.off)()
+                            confirm(target, limited, patience=STARTUP_TIMEOUT)
+                            for mode, concurrency in kinds:  # the allowances taken (or given back) anew
+                                _calls(getattr(target, mode), WARMUP_CALLS, concurrency, mode)
+                        for mode, concurrency in kinds:
+                            endpoint = getattr(target, mode)
+                            per_round[limited, mode, concurrency].append(
+                                _count(
+                                    child, prefix, endpoint, opts.instructions, concurrency, mode, idle_rate
+                                )
+                            )
                 say(f"  idle: {idle_rate / 1e6:.2f} M instructions per second, taken out of the counts")
             finally:
                 child.stop()
-            limits = "two limits" if opts.limits else "no limit"
-            say(f"switchboard {db}, {limits}: instructions per call: {', '.join(counts)}")
+            for (limited, mode, concurrency), values in per_round.items():
+                side = LIMITED if limited else FREE
+                say(
+                    f"switchboard {db}, {side}: instructions per call: {mode} c={concurrency} "
+                    f"{_median(values, 1e6)} M"
+                )
+            if paired:
+                for mode, concurrency in kinds:
+                    without, under = per_round[False, mode, concurrency], per_round[True, mode, concurrency]
+                    ratios = [b / a for a, b in zip(without, under, strict=True)]
+                    say(
+                        f"switchboard {db}, {mode} c={concurrency}: "
+                        f"two limits / no limit by round: {_median(ratios)}"
+                    )
+
+
+def _median(values: list[float], unit: float = 1.0) -> str:
+    return f"{statistics.median(values) / unit:.3f} (rounds {', '.join(f'{v / unit:.3f}' for v in values)})"

@@ -34,7 +34,7 @@ _Key = tuple[Mode, int]
 
 
 @dataclass
-class _Switch:
+class Switch:
     """Creates and deletes the benchmark's two limits on the running gateway."""
 
     port: int
@@ -54,7 +54,7 @@ class _Switch:
         self.ids = ()
 
 
-def _confirm(target: Target, limited: bool, patience: float = 5.0) -> None:
+def confirm(target: Target, limited: bool, patience: float = 5.0) -> None:
     """The gateway applies the change (its registry reloads once the change commits) before a phase."""
     deadline = time.monotonic() + patience
     while True:
@@ -68,9 +68,9 @@ def _confirm(target: Target, limited: bool, patience: float = 5.0) -> None:
         time.sleep(0.02)
 
 
-def _phases(opts: Options, target: Target, switch: _Switch, limited: bool) -> dict[_Key, float]:
+def _phases(opts: Options, target: Target, switch: Switch, limited: bool) -> dict[_Key, float]:
     (switch.on if limited else switch.off)()
-    _confirm(target, limited)
+    confirm(target, limited)
     found: dict[_Key, float] = {}
     for mode in MODES:
         for concurrency in opts.concurrency:
@@ -117,7 +117,7 @@ def run(opts: Options, upstream: Upstream, rounds: int) -> None:
         cpu: dict[tuple[str, _Key], list[float]] = defaultdict(list)
         with gateway.prepared(db, opts, upstream) as ready:
             child, target = ready.start(1)
-            switch = _Switch(ready.port, ready.admin_token)
+            switch = Switch(ready.port, ready.admin_token)
             try:
                 time_to_first_answer(child, target.json, gateway.STARTUP_TIMEOUT)
                 for mode in MODES:

@@ -95,7 +95,7 @@ def run(opts: Options) -> int:
 
             cache_delta.run(opts, upstream, opts.cache_delta)
             return 0
-        if opts.limits_delta:
+        if opts.limits_delta and not opts.instructions:
             from bench import limits_delta
 
             limits_delta.run(opts, upstream, opts.limits_delta)

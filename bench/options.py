@@ -97,7 +97,7 @@ def parse(argv: list[str] | None = None) -> Options:
         default=0,
         metavar="N",
         help="time what --limits's two limits add to a call: one gateway (one worker), N rounds of "
-        "phases without and with them, alternated A-B-B-A",
+        "phases without and with them, alternated A-B-B-A (with --instructions: count them so)",
     )
     parser.add_argument(
         "--cache-delta",
