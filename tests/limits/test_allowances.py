@@ -14,15 +14,16 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from switchboard.db.engine import make_engine
 from switchboard.idempotency.models import IN_FLIGHT, IdempotencyRecord
@@ -57,25 +58,35 @@ def gateways(
         yield [p for p, _ in started], [u for _, u in started], env["SWITCHBOARD_DATABASE_URL"]
 
 
-def holds(database_url: str) -> list[tuple[str, str, int, Any]]:
-    """Every hold row: (limit id, name, amount, the call's record)."""
+T = TypeVar("T")
 
-    async def read() -> list[tuple[str, str, int, Any]]:
+
+def on_database(database_url: str, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+    """`work` in a transaction of its own on the gateways' database, on a thread of its own: the
+    tests call it from inside their own event loop too."""
+
+    async def run() -> T:
         engine = make_engine(database_url)
         try:
-            async with engine.connect() as conn:
-                rows = await conn.execute(
-                    select(
-                        LimitHoldRow.limit_id, LimitHoldRow.call_id, LimitHoldRow.amount, LimitHoldRow.call
-                    )
-                )
-                return [(str(limit_id), name, amount, call) for limit_id, name, amount, call in rows]
+            async with engine.begin() as conn:
+                return await work(conn)
         finally:
             await engine.dispose()
 
-    # On a thread of its own: the tests call it from inside their own event loop too.
     with ThreadPoolExecutor(1) as thread:
-        return thread.submit(asyncio.run, read()).result()
+        return thread.submit(asyncio.run, run()).result()
+
+
+def holds(database_url: str) -> list[tuple[str, str, int, Any]]:
+    """Every hold row: (limit id, name, amount, the call's record)."""
+
+    async def read(conn: AsyncConnection) -> list[tuple[str, str, int, Any]]:
+        rows = await conn.execute(
+            select(LimitHoldRow.limit_id, LimitHoldRow.call_id, LimitHoldRow.amount, LimitHoldRow.call)
+        )
+        return [(str(limit_id), name, amount, call) for limit_id, name, amount, call in rows]
+
+    return on_database(database_url, read)
 
 
 def allowance_rows(database_url: str, limit_id: str) -> dict[str, int]:
@@ -405,25 +416,14 @@ def test_a_call_on_an_allowance_killed_in_a_later_attempt_is_recorded_with_that_
 
 def leave_row(database_url: str, limit_id: str, name: str, records: list[dict[str, Any]]) -> None:
     """A row of running calls' records as a dead process leaves it: its lease already run out."""
-
-    async def write() -> None:
-        engine = make_engine(database_url)
-        try:
-            async with engine.begin() as conn:
-                await conn.execute(
-                    LimitHoldRow.__table__.insert().values(
-                        limit_id=uuid.UUID(limit_id),
-                        call_id=name,
-                        amount=0,
-                        lease_until=datetime.now(UTC) - timedelta(seconds=1),
-                        call={"calls": records},
-                    )
-                )
-        finally:
-            await engine.dispose()
-
-    with ThreadPoolExecutor(1) as thread:
-        thread.submit(asyncio.run, write()).result()
+    row = {
+        "limit_id": uuid.UUID(limit_id),
+        "call_id": name,
+        "amount": 0,
+        "lease_until": datetime.now(UTC) - timedelta(seconds=1),
+        "call": {"calls": records},
+    }
+    on_database(database_url, lambda conn: conn.execute(LimitHoldRow.__table__.insert().values(row)))
 
 
 def listed_record(settled: dict[str, Any], model: str, record_id: str) -> dict[str, Any]:
@@ -520,46 +520,28 @@ def test_a_record_recovery_cannot_read_is_freed_with_a_warning_and_holds_back_no
 
 def leave_claim(database_url: str, record: dict[str, Any]) -> str:
     """An idempotency claim in flight as a dead process leaves it, with `record` for recovery."""
-    key = f"dead-{uuid.uuid4().hex[:8]}"
-    now = datetime.now(UTC)
-
-    async def write() -> None:
-        engine = make_engine(database_url)
-        try:
-            async with engine.begin() as conn:
-                await conn.execute(
-                    IdempotencyRecord.__table__.insert().values(
-                        scope="test",
-                        key=key,
-                        fingerprint="0" * 64,
-                        state=IN_FLIGHT,
-                        claim=uuid.uuid4().hex,
-                        lease_until=now - timedelta(seconds=1),
-                        created_at=now,
-                        expires_at=now + timedelta(days=1),
-                        call=record,
-                    )
-                )
-        finally:
-            await engine.dispose()
-
-    with ThreadPoolExecutor(1) as thread:
-        thread.submit(asyncio.run, write()).result()
+    key, now = f"dead-{uuid.uuid4().hex[:8]}", datetime.now(UTC)
+    claim = {
+        "scope": "test",
+        "key": key,
+        "fingerprint": "0" * 64,
+        "state": IN_FLIGHT,
+        "claim": uuid.uuid4().hex,
+        "lease_until": now - timedelta(seconds=1),
+        "created_at": now,
+        "expires_at": now + timedelta(days=1),
+        "call": record,
+    }
+    on_database(database_url, lambda conn: conn.execute(IdempotencyRecord.__table__.insert().values(claim)))
     return key
 
 
 def claims(database_url: str, key: str) -> list[str]:
-    async def read() -> list[str]:
-        engine = make_engine(database_url)
-        try:
-            async with engine.connect() as conn:
-                found = await conn.execute(select(IdempotencyRecord.key).where(IdempotencyRecord.key == key))
-                return list(found.scalars())
-        finally:
-            await engine.dispose()
+    async def read(conn: AsyncConnection) -> list[str]:
+        found = await conn.execute(select(IdempotencyRecord.key).where(IdempotencyRecord.key == key))
+        return list(found.scalars())
 
-    with ThreadPoolExecutor(1) as thread:
-        return thread.submit(asyncio.run, read()).result()
+    return on_database(database_url, read)
 
 
 def test_allowances_are_on_unless_turned_off(make_gateway: Any) -> None:
