@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from switchboard.db.engine import make_engine
 from switchboard.idempotency.models import IN_FLIGHT, IdempotencyRecord
+from switchboard.limits.allowance_rows import listed_calls
 from switchboard.limits.models import LimitHoldRow
 from switchboard.settings import load_settings
 from tests.limits.test_replicas import (
@@ -105,7 +106,7 @@ def recorded_calls(database_url: str) -> list[tuple[str, int, Any]]:
         (name, amount, record)
         for _, name, amount, call in holds(database_url)
         if name.startswith("slot-") and call is not None
-        for record in call["calls"]
+        for record in listed_calls(call)
     ]
 
 

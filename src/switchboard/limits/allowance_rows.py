@@ -6,7 +6,8 @@
   the usage record's transaction; what is free goes back when idle or asked for.
 - A call admitted on an allowance leaves its record before the provider is called on a row shared
   with the calls starting together, `slot-<process>-r<n>` (amount 0, on the allowance's first limit;
-  `call` is `{"calls": [record, ...]}`): recovery writes their `abandoned` records from it if the
+  `call` is `{"shared": {field: value}, "calls": [{field: value}, ...]}`, the fields every call has
+  alike written once, `listed_calls`): recovery writes their `abandoned` records from it if the
   process dies (limits/call_records.py). A call with an idempotency claim has none: its claim
   carries its record.
 - A `reclaim-<process>` row of amount 0 asks the other processes to give back their free parts of a
@@ -39,7 +40,8 @@ _HOLDS = cast(Table, LimitHoldRow.__table__)
 
 SLOT = "slot-"
 RECLAIM = "reclaim-"
-CALLS = "calls"  # the key of a records row's list (`record_calls`)
+CALLS = "calls"  # a records row's list of calls, each with the fields it does not share (`listing`)
+SHARED = "shared"  # a records row's fields every call it lists has alike
 PROCESS_ID_LENGTH = 12  # hex characters: a process's name among its replicas and their restarts
 _PREFIX_LENGTH = len(SLOT) + PROCESS_ID_LENGTH + 1  # `slot-<process>-`
 MAX_CALLS = 256  # an allowance holds at most this many worst cases (of its largest call so far)
@@ -231,8 +233,37 @@ async def renew(conn: LedgerConnection, ids: Sequence[uuid.UUID], process: str, 
 Records = tuple[uuid.UUID, str, list[object]]  # a row of running calls' records: (limit, name, records)
 
 
-def _listed(records: list[object]) -> dict[str, object]:
-    return {CALLS: records}
+_ABSENT = object()
+
+
+def listing(records: Sequence[object]) -> dict[str, object]:
+    """A records row's `call`: the fields its calls all have alike once, each call's others in its
+    list. The calls starting together are mostly one caller's on one model, so a row stays small:
+    written whole, a dozen records took SQLite several overflow pages of log per row, the largest
+    part of what a call admitted on an allowance cost there."""
+    if len(records) < 2 or not all(isinstance(record, dict) for record in records):
+        return {CALLS: list(records)}
+    first, rest = cast(dict[str, object], records[0]), cast(Sequence[dict[str, object]], records[1:])
+    shared = {
+        key: value for key, value in first.items() if all(other.get(key, _ABSENT) == value for other in rest)
+    }
+    calls = [
+        {key: value for key, value in record.items() if key not in shared}
+        for record in cast(Sequence[dict[str, object]], records)
+    ]
+    return {SHARED: shared, CALLS: calls}
+
+
+def listed_calls(call: dict[str, Any]) -> list[Any]:
+    """The records a records row lists, each whole (`listing`). A row of another shape gives what it
+    has, for recovery to find unreadable."""
+    listed = call.get(CALLS)
+    if not isinstance(listed, list):
+        return []
+    shared = call.get(SHARED)
+    if not isinstance(shared, dict):
+        return listed
+    return [{**shared, **one} if isinstance(one, dict) else one for one in listed]
 
 
 async def record_calls(conn: LedgerConnection, batches: Sequence[Records], seconds: float) -> None:
@@ -241,7 +272,7 @@ async def record_calls(conn: LedgerConnection, batches: Sequence[Records], secon
     if batches:
         until = utcnow() + timedelta(seconds=seconds)
         rows = [
-            {"limit_id": i, "call_id": n, "amount": 0, "lease_until": until, "call": _listed(r)}
+            {"limit_id": i, "call_id": n, "amount": 0, "lease_until": until, "call": listing(r)}
             for i, n, r in batches
         ]
         await conn.execute(_RECORD, rows)
@@ -254,7 +285,7 @@ async def rewrite_records(
     await conn.execute(
         update(_HOLDS)
         .where(_HOLDS.c.limit_id == limit_id, _HOLDS.c.call_id == name)
-        .values(call=_listed(records))
+        .values(call=listing(records))
     )
 
 
@@ -278,7 +309,7 @@ async def record_calls_now(
                 _RECORD_NOW,
                 [limit_id for limit_id, _, _ in batches],
                 [name for _, name, _ in batches],
-                [json_text(_listed(records)) for _, _, records in batches],
+                [json_text(listing(records)) for _, _, records in batches],
                 until,
             )
         return

@@ -24,7 +24,7 @@ from switchboard.db.driver_statements import driver_ready
 from switchboard.db.write_transaction import LedgerConnection
 from switchboard.idempotency.service import Claim, IdempotencyStore
 from switchboard.kit.clock import utcnow
-from switchboard.limits.allowance_rows import CALLS, is_allowance_row
+from switchboard.limits.allowance_rows import CALLS, is_allowance_row, listed_calls
 from switchboard.limits.models import LimitHoldRow
 from switchboard.metering.outcome import CallOutcome
 from switchboard.metering.spool import outcome_from_json
@@ -139,11 +139,8 @@ def _readable(record: object, row: str) -> dict[str, Any] | None:
     """`record` when recovery can write each call it names (a shared row's with only those), else None.
     `row`: where it was found, for the warning."""
     if isinstance(record, dict) and CALLS in record:
-        listed = record[CALLS] if isinstance(record[CALLS], list) else []
-        calls = [one for one in listed if _readable(one, row) is one]
-        if not calls:
-            return None
-        return record if len(calls) == len(listed) else {**record, CALLS: calls}
+        calls = [one for one in listed_calls(record) if _readable(one, row) is one]
+        return {CALLS: calls} if calls else None
     try:
         if not isinstance(record, dict):
             raise TypeError("not an object")
@@ -176,7 +173,7 @@ async def recover(sink: UsageWriter[Settlement], dead: DeadCalls) -> int:
         if record is None:
             continue
         listed = CALLS in record
-        for one in record[CALLS] if listed else [record]:
+        for one in listed_calls(record) if listed else [record]:
             # A shared row carries calls' records: each is named by its call, not the row.
             settlement = Settlement(
                 call_id=row, abandoned=True, record_id=_record_id(one, row), listed=listed
