@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from switchboard.errors import NotFound, ServiceUnavailable
 from tests.conftest import GatewayFactory, default_test_config
 from tests.credentials.factories import new_credential
-from tests.credentials.store_calls import in_reach, reveal
+from tests.credentials.store_calls import in_reach, principal_of, reveal
 from tests.groups.factories import delegated, room_cast
 from tests.support.gateway import Gateway
 from tests.support.recorder import RECORDER
@@ -157,3 +161,57 @@ def test_touch_records_last_used_without_waiting(gateway: Gateway) -> None:
     while user.client.get(f"/llm-credentials/{body['id']}").json()["last_used_at"] is None:
         assert time.monotonic() < deadline, "last_used_at was never written"
         time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def credential_reads(gateway: Gateway) -> Iterator[list[str]]:
+    """The queries the gateway sends for stored credentials while the block runs."""
+    engine = gateway.app.state.engine.sync_engine
+    seen: list[str] = []
+
+    def seen_by(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "FROM llm_credentials" in statement:
+            seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen_by)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", seen_by)
+
+
+def test_calls_that_find_a_callers_credentials_unread_share_one_read(gateway: Gateway) -> None:
+    """A busy caller's calls find the cached entry expired at once: one read answers them all, where
+    each its own read took a connection of its own (opened past the pool's size, and closed)."""
+    user = gateway.user()
+    new_credential(user, "openai")
+    store, principal = gateway.app.state.credentials, principal_of(gateway, user)
+
+    async def sixteen_at_once() -> list[dict[str, Any]]:
+        return list(await asyncio.gather(*(store.in_reach(principal) for _ in range(16))))
+
+    with credential_reads(gateway) as reads:
+        found = gateway.server.call_soon(sixteen_at_once())
+    assert len(reads) == 1
+    assert all(set(each) == {"openai"} for each in found)
+
+
+def test_a_read_under_way_when_credentials_change_here_is_not_joined_by_later_calls(
+    gateway: Gateway,
+) -> None:
+    """A change on this replica (`invalidate`) is seen by the next call at once: it reads again rather
+    than wait for an answer read before the change."""
+    user = gateway.user()
+    new_credential(user, "openai")
+    store, principal = gateway.app.state.credentials, principal_of(gateway, user)
+
+    async def change_during_a_read() -> None:
+        before = asyncio.ensure_future(store.in_reach(principal))
+        while not before.done() and not store._loading:  # the read under way
+            await asyncio.sleep(0)
+        store.invalidate()
+        await asyncio.gather(before, store.in_reach(principal))
+
+    with credential_reads(gateway) as reads:
+        gateway.server.call_soon(change_during_a_read())
+    assert len(reads) == 2

@@ -79,6 +79,10 @@ class _Noted:
 _NOTED = _Noted()
 
 
+# What a look-up finds: the room's credentials (None: the caller is not in the room) and their own.
+_Loaded = tuple[list["CredentialRef"] | None, list["CredentialRef"]]
+
+
 class CredentialStore:
     def __init__(
         self,
@@ -97,6 +101,12 @@ class CredentialStore:
             tuple[uuid.UUID, uuid.UUID | None],
             tuple[float, list[CredentialRef] | None, list[CredentialRef]],
         ] = {}
+        # The read under way per key: the calls that find the entry missing or expired together
+        # share it. Each its own would take a connection each, and a busy caller's calls all
+        # expire at once: on SQLite every connection past the pool's five is opened for that one
+        # query (its schema parsed again) and closed.
+        self._loading: dict[tuple[uuid.UUID, uuid.UUID | None], asyncio.Future[_Loaded]] = {}
+        self._generation = 0  # bumped by `invalidate`: a read begun before it is not kept
         self._touched: set[uuid.UUID] = set()
         self._flusher: asyncio.Task[None] | None = None
 
@@ -142,6 +152,8 @@ class CredentialStore:
     def invalidate(self) -> None:
         """Forget cached look-ups (after a change on this replica; other replicas expire theirs)."""
         self._cache.clear()
+        self._loading.clear()
+        self._generation += 1
 
     async def reveal(self, ref: CredentialRef) -> Secret:
         """The single decrypt path: call it only where the key goes into a provider request."""
@@ -219,7 +231,21 @@ class CredentialStore:
         hit = self._cache.get(key)
         if hit is not None and hit[0] > now:
             return hit[1], hit[2]
-        room_refs, own_refs = await self._load(user_id, room_id)
+        loading = self._loading.get(key)
+        if loading is None:
+            loading = self._loading[key] = asyncio.ensure_future(self._refill(key, now))
+        # Shielded: a caller that goes away does not cancel the read the others wait for.
+        return await asyncio.shield(loading)
+
+    async def _refill(self, key: tuple[uuid.UUID, uuid.UUID | None], now: float) -> _Loaded:
+        generation = self._generation
+        try:
+            room_refs, own_refs = await self._load(*key)
+        finally:
+            if self._loading.get(key) is asyncio.current_task():
+                del self._loading[key]
+        if generation != self._generation:
+            return room_refs, own_refs  # read before a change here: answers its callers, not kept
         if len(self._cache) >= CACHE_MAX_ENTRIES:
             self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
             if len(self._cache) >= CACHE_MAX_ENTRIES:
