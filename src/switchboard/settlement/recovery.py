@@ -136,8 +136,8 @@ async def drop_unreadable(
 
 
 def _readable(record: object, row: str) -> dict[str, Any] | None:
-    """`record` when recovery can write each call it names (a shared row's with only those), else None.
-    `row`: where it was found, for the warning."""
+    """`record` when recovery can write each call it names, else None; a shared row's as `{"calls":
+    [...]}` of the whole records it can write. `row`: where it was found, for the warning."""
     if isinstance(record, dict) and CALLS in record:
         calls = [one for one in listed_calls(record) if _readable(one, row) is one]
         return {CALLS: calls} if calls else None
