@@ -362,20 +362,24 @@ class Allowances:
     async def ask_back(self, limits: Sequence[Limit]) -> bool:
         """A call was refused on these limits: this process's free parts there go back at once, and
         when other processes hold allowances there, a reclaim marker asks them for theirs. True when
-        waiting for them may help."""
+        waiting for them may help (this process's own allowance there included)."""
         ids = [limit.id for limit in limits]
         returning: list[rows.Part] = []
+        # An allowance here may free more: a grant under way lands, a running call settles, or the
+        # call refused beside this one was the one to give its free part back.
+        mine = False
         for allowance in self._by_key.values():
             if any(limit.id in ids for limit in allowance.limits):
                 returning.extend(allowance.free_parts())
                 allowance.grant_after = time.monotonic() + self.patience
+                mine = mine or allowance.stored or allowance.granting
         names = {name for _, name, _ in returning}
         async with self._transactions.rows_locked_here(names), self._transactions.begin() as conn:
             await rows.draw(conn, returning)
             others = await rows.others_hold(conn, ids, self.process)
             if others:
                 await rows.ask_back(conn, ids, self.process, self.patience)
-        return others or bool(returning)
+        return others or mine or bool(returning)
 
     async def close(self) -> None:
         """At shutdown (its calls have ended): every allowance goes back, and settled calls' record rows."""

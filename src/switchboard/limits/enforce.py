@@ -335,7 +335,7 @@ async def reserve(
     except LimitRefused:
         if allowances is None or not await allowances.ask_back(limits):
             raise
-        needs = await _again_until(reserve_once, allowances.patience)
+        needs = await _again_until(reserve_once, allowances, limits)
     leases.add(call_id)
     if allowance is not None:
         allowance.started([needs[limit.id] for limit in limits])
@@ -384,16 +384,17 @@ RETRY_SECONDS = 0.2
 
 
 async def _again_until(
-    reserve_once: Callable[[], Awaitable[dict[uuid.UUID, int]]], patience: float
+    reserve_once: Callable[[], Awaitable[dict[uuid.UUID, int]]],
+    allowances: Allowances,
+    limits: tuple[Limit, ...],
 ) -> dict[uuid.UUID, int]:
-    """Refused while allowances held elsewhere may cover the call: their free parts were asked back (a
-    reclaim marker, seen at the holders' next upkeep), and the call tries again until they could
-    have come back."""
-    deadline = time.monotonic() + patience
+    """Tries again until allowances' free parts could be back, asking each time (a grant under way lands)."""
+    deadline = time.monotonic() + allowances.patience
     while True:
         try:
             return await reserve_once()
         except LimitRefused:
             if time.monotonic() >= deadline:
                 raise
+        await allowances.ask_back(limits)
         await asyncio.sleep(RETRY_SECONDS)
