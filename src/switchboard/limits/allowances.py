@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import math
 import os
 import time
 import uuid
@@ -58,6 +59,7 @@ class Allowance:
         self.peak = [0] * count  # the largest worst case seen per limit: what a grant counts in
         self.used_at = time.monotonic()
         self.grant_after = 0.0  # monotonic: no grant before (a grant that found little left waits)
+        self.freed_at = -math.inf  # monotonic: when its free part last went back to a refused call
         self.granting = False
         # Given back whole by the last call of a busy spell (`settling`): the next call takes a grant
         # again at once, and the calls arriving meanwhile wait for it (`Allowances.refill`).
@@ -169,8 +171,7 @@ class Allowance:
         return parts
 
     def given_back(self) -> list[rows.Part]:
-        """Everything it holds goes back, when no call runs on it: its rows, to delete; else its free
-        parts, to draw (its running calls' settlements draw the rest)."""
+        """All it holds goes back when no call runs on it (its rows deleted); else its free parts."""
         if self.flights:
             return self.free_parts()
         self.granted = [0] * len(self.limits)
@@ -240,8 +241,7 @@ class Allowances:
         try:
             await self._records.leave(allowance.limits[0].id, flight)
         except BaseException:
-            # Cancelled or failed: the call never starts. Its record, should the write land after
-            # all, no longer keeps its row.
+            # Cancelled or failed: the call never starts; its record, if written, keeps no row.
             allowance.release(flight)
             self._records.forget(flight)
             raise
@@ -360,26 +360,29 @@ class Allowances:
                 self._last = None
 
     async def ask_back(self, limits: Sequence[Limit]) -> bool:
-        """A call was refused on these limits: this process's free parts there go back at once, and
-        when other processes hold allowances there, a reclaim marker asks them for theirs. True when
-        waiting for them may help (this process's own allowance there included)."""
+        """A call was refused on these limits: this process's free parts there go back at once, and a
+        reclaim marker asks other holders for theirs. True when waiting may help (see `mine`)."""
         ids = [limit.id for limit in limits]
         returning: list[rows.Part] = []
-        # An allowance here may free more: a grant under way lands, a running call settles, or the
-        # call refused beside this one was the one to give its free part back.
-        mine = False
+        # Waiting helps while an allowance here may free more (a grant lands, a call settles), or a
+        # call refused beside this one gave its free part back a moment ago.
+        mine, now = False, time.monotonic()
         for allowance in self._by_key.values():
             if any(limit.id in ids for limit in allowance.limits):
-                returning.extend(allowance.free_parts())
-                allowance.grant_after = time.monotonic() + self.patience
-                mine = mine or allowance.stored or allowance.granting
+                parts = allowance.free_parts()
+                if parts:
+                    allowance.freed_at = now
+                    returning.extend(parts)
+                recent = now - allowance.freed_at < self.patience
+                mine = mine or allowance.granting or bool(allowance.flights) or recent
+                allowance.grant_after = now + self.patience
         names = {name for _, name, _ in returning}
         async with self._transactions.rows_locked_here(names), self._transactions.begin() as conn:
             await rows.draw(conn, returning)
             others = await rows.others_hold(conn, ids, self.process)
             if others:
                 await rows.ask_back(conn, ids, self.process, self.patience)
-        return others or mine or bool(returning)
+        return others or mine
 
     async def close(self) -> None:
         """At shutdown (its calls have ended): every allowance goes back, and settled calls' record rows."""
