@@ -80,7 +80,7 @@ _NOTED = _Noted()
 
 
 # What a look-up finds: the room's credentials (None: the caller is not in the room) and their own.
-_Loaded = tuple[list["CredentialRef"] | None, list["CredentialRef"]]
+_Loaded = tuple[list[CredentialRef] | None, list[CredentialRef]]
 
 
 class CredentialStore:

@@ -361,7 +361,7 @@ class Allowances:
 
     async def ask_back(self, limits: Sequence[Limit]) -> bool:
         """A call was refused on these limits: this process's free parts there go back at once, and a
-        reclaim marker asks other holders for theirs. True when waiting may help (see `mine`)."""
+        reclaim marker asks other holders for theirs. True when waiting may help (below)."""
         ids = [limit.id for limit in limits]
         returning: list[rows.Part] = []
         # Waiting helps while an allowance here may free more (a grant lands, a call settles), or a
