@@ -28,7 +28,8 @@ from switchboard.limits.hold import Hold
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing
 from switchboard.limits.postgres_reserve import reserve_in_one_statement
-from switchboard.limits.rules import Limit, openai_duration, resets_at, retry_after, seconds_until_fits
+from switchboard.limits.rate_headers import rate_headers
+from switchboard.limits.rules import Limit, resets_at, retry_after, seconds_until_fits
 from switchboard.metering.service import Prices, largest_completion_within, worst_case_nanos
 
 log = logging.getLogger("switchboard.limits")
@@ -109,12 +110,22 @@ class Plan:
     def decide(self, standings: list[Standing]) -> dict[uuid.UUID, int]:
         """The call's needs by limit id (`ledger.Planner`): raises 402/429 when one does not fit."""
         by_id: dict[uuid.UUID, int] = {}  # a loop, not a comprehension: no function frame (3.11)
-        for standing, need in zip(standings, self.needs(standings), strict=True):
+        needs = self.needs(standings)
+        for standing, need in zip(standings, needs, strict=True):
             by_id[standing.limit.id] = need
+        self.admitted(standings, needs)
         return by_id
 
+    def admitted(self, standings: list[Standing], needs: Sequence[int] | None) -> None:
+        """The call is held: its headers, on what `standings` have left less `needs` (None: taken off
+        already). Not before: a call that does not fit an allowance is decided again elsewhere."""
+        self.headers = rate_headers(standings, needs)
+        if self.cap is not None:
+            self.headers["x-switchboard-max-tokens"] = str(self.cap)
+
     def needs(self, standings: list[Standing]) -> list[int]:
-        """`decide`'s needs by position in `standings` (a limit's id, a UUID, hashes in Python)."""
+        """`decide`'s needs by position in `standings` (a limit's id, a UUID, hashes in Python); the
+        cap the gateway sets and the fallbacks covered, not the headers (`admitted`)."""
         ask = self.ask
         prices, model_max, prompt = ask.prices, ask.model_max, ask.prompt_tokens
         self.cap = None
@@ -165,9 +176,6 @@ class Plan:
         if ask.fallbacks:
             bound = ask.own_cap if ask.own_cap is not None else self.cap
             self.covered = _cover_fallbacks(ask, standings, needs, bound)
-        self.headers = _headers(standings, needs)
-        if self.cap is not None:
-            self.headers["x-switchboard-max-tokens"] = str(self.cap)
         return needs
 
 
@@ -237,7 +245,7 @@ def _refusal(
     wait, limit = max(waits, key=lambda pair: pair[0])
     # OpenAI sends its x-ratelimit-* on a 429 too, and clients read them there; the refused call
     # holds nothing, so what they say is what is left without it.
-    headers = _headers(standings, [0] * len(standings), now)
+    headers = rate_headers(standings, None, now)
     headers.pop("x-switchboard-budget-remaining", None)
     headers["Retry-After"] = retry_after(wait)
     return LimitRateExceeded(
@@ -245,55 +253,6 @@ def _refusal(
         headers=headers,
         extra={"limit_id": str(limit.id)},
     )
-
-
-# For the metrics with OpenAI's headers, in the order they are sent: a limit's, remaining and reset names.
-_REQUESTS = ("x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests")
-_TOKENS = ("x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens")
-
-
-def _headers(standings: list[Standing], needs: Sequence[int], now: datetime | None = None) -> dict[str, str]:
-    """OpenAI's x-ratelimit-* for the tightest requests and tokens limits, and the budget left.
-
-    `needs`: by position in `standings`. `now` is read here only for a calendar window's reset (a
-    rolling one's is its refill time): most calls have none among their requests and tokens limits."""
-    requests = tokens = cost = None  # the tightest limit of each metric, and what it has left after
-    requests_left = tokens_left = cost_left = 0
-    for standing, need in zip(standings, needs, strict=True):
-        limit = standing.limit
-        left = standing.remaining - need
-        metric = limit.metric
-        if metric == "requests":
-            if requests is None or left < requests_left:
-                requests, requests_left = limit, left
-        elif metric == "tokens":
-            if tokens is None or left < tokens_left:
-                tokens, tokens_left = limit, left
-        elif cost is None or left < cost_left:
-            cost, cost_left = limit, left
-    headers: dict[str, str] = {}
-    if requests is not None:
-        _rate_headers(headers, _REQUESTS, requests, requests_left, now)
-    if tokens is not None:
-        _rate_headers(headers, _TOKENS, tokens, tokens_left, now)
-    if cost is not None:
-        headers["x-switchboard-budget-remaining"] = str(cost_left) if cost_left > 0 else "0"
-    return headers
-
-
-def _rate_headers(
-    headers: dict[str, str], names: tuple[str, str, str], limit: Limit, left: int, now: datetime | None
-) -> None:
-    limit_name, remaining_name, reset_name = names
-    if left < 0:
-        left = 0
-    headers[limit_name] = str(limit.amount)
-    headers[remaining_name] = str(left)
-    if limit.rolling:
-        reset = ledger.refill_seconds(limit, limit.amount - left)
-    else:
-        reset = ledger.reset_seconds(limit, limit.amount - left, now if now is not None else utcnow())
-    headers[reset_name] = openai_duration(reset)
 
 
 async def reserve(
@@ -319,8 +278,10 @@ async def reserve(
     allowance = allowances.of(limits) if allowances is not None else None
     if allowance is not None and allowance.stored:
         assert allowances is not None
-        taken = _from_allowance(allowance, limits, plan, call)
-        if taken is None and allowances.refills(allowance):
+        # Given back whole by the last call of a busy spell, it has nothing free until granted again.
+        refill = not any(allowance.granted) and allowances.refills(allowance)
+        taken = None if refill else _from_allowance(allowance, limits, plan, call)
+        if taken is None and (refill or allowances.refills(allowance)):
             await allowances.refill(allowance)
             taken = _from_allowance(allowance, limits, plan, call)
         if taken is not None:
@@ -359,6 +320,7 @@ def _from_allowance(
     flight = allowance.take(needs, call)
     if flight is None:
         return None
+    plan.admitted(standings, None)  # `take` took its needs off the standings
     return Hold(allowance.name, limits, plan.headers, allowance=allowance, flight=flight)
 
 
