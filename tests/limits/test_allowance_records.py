@@ -1,9 +1,10 @@
 """A call admitted on an allowance leaves its record for recovery before the provider is called, on a
 row shared with the calls starting together (`Allowances.record`). A call cancelled while that write
 waits never goes on: it is released from the allowance at once, and its row, which the write still
-lands, is deleted at the next upkeep (its only call never settles). On PostgreSQL, where another
-transaction can hold the write back deterministically (a table lock); the SQLite run of the suite
-starts the local cluster like every other."""
+lands, is deleted at the next upkeep (its only call never settles); a row whose calls have all settled
+goes with the next records written. On PostgreSQL, where another transaction can hold the write
+back deterministically (a table lock); the SQLite run of the suite starts the local cluster like
+every other. The last test runs on the suite's database."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from switchboard.db.migrate import upgrade
 from switchboard.db.write_transaction import WriteTransactions
 from switchboard.limits.models import LimitHoldRow
 from tests.limits.test_grant_in_one_statement import an_allowance
-from tests.support.databases import POSTGRES_ADMIN_DSN, _create_pg, _drop_pg
+from tests.support.databases import POSTGRES_ADMIN_DSN, DatabaseFactory, _create_pg, _drop_pg
 
 
 @asynccontextmanager
@@ -116,5 +117,36 @@ def test_a_row_of_records_goes_at_the_upkeep_after_its_last_call_settled() -> No
                 allowance.ended(second, [1000])
                 await allowances.tick(engine)
                 assert not names & await row_names(engine)
+
+    asyncio.run(scenario())
+
+
+def test_a_settled_row_of_records_goes_with_the_next_records_written(databases: DatabaseFactory) -> None:
+    """Once its last call has settled, a row of records is deleted in the write of the next calls'
+    records, not left for the upkeep: every reservation and grant sums its limits' rows, and a busy
+    process writes hundreds between two upkeeps. On the database the suite runs on."""
+
+    async def scenario() -> None:
+        engine = make_engine(await databases.create(migrated=True))
+        transactions = WriteTransactions(engine)
+        try:
+            _, allowances, allowance = await an_allowance(transactions)
+            rows = []
+            for round_ in range(3):
+                await allowances.refill(allowance)  # the last settlement gave the allowance back
+                flight = allowance.take([1000], lambda: {"call_id": f"c{round_}"})
+                assert flight is not None
+                allowance.started()
+                await allowances.record(allowance, flight)
+                assert flight.batch is not None
+                rows.append(flight.batch.name)
+                # The write left this round's row and deleted the last round's, whose call settled.
+                names = await row_names(engine)
+                assert rows[-1] in names and not set(rows[:-1]) & names
+                allowance.settling()
+                allowance.ended(flight, [1000])
+        finally:
+            await transactions.aclose()
+            await engine.dispose()
 
     asyncio.run(scenario())

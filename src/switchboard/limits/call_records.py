@@ -6,7 +6,7 @@ amount 0) whose `call` lists their records, each naming the usage record id its 
 will write. Should the process die, recovery writes each listed call's `abandoned` record under that
 id unless it is already stored (settlement/recovery.py): a call that settled is not recorded twice,
 and no settlement has to delete anything. Once every call of a row has settled (committed), the row
-is deleted at the next upkeep.
+is deleted with the next records written, or at the next upkeep.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class Batch:
         self.name = name
         self.records = records  # as written, in the order of its calls (`Flight.index`)
         self.open = len(records)  # calls that have not settled yet
-        self.done = done  # where its row goes once they all have: deleted at the next upkeep
+        self.done = done  # where its row goes once they all have: deleted with the next records written
 
     def settled(self) -> None:
         self.open -= 1
@@ -121,13 +121,16 @@ class CallRecords:
                     )
                     for limit_id, calls in by_limit.items()
                 ]
+                gone = self.finished()  # deleted in the same write
                 try:
                     await rows.record_calls_now(
                         self._transactions,
                         [(batch.limit_id, batch.name, batch.records) for batch, _ in batches],
                         self._lease_seconds,
+                        gone,
                     )
                 except Exception as error:
+                    self.done.extend(gone)  # for the upkeep
                     for _, future in (call for _, calls in batches for call in calls):
                         if not future.done():
                             future.set_exception(error)
