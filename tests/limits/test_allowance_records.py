@@ -12,6 +12,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 
 import asyncpg
 from sqlalchemy import select
@@ -20,8 +21,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from switchboard.db.engine import make_engine
 from switchboard.db.migrate import upgrade
 from switchboard.db.write_transaction import WriteTransactions
+from switchboard.limits.allowances import Allowances
 from switchboard.limits.models import LimitHoldRow
 from tests.limits.test_grant_in_one_statement import an_allowance
+from tests.limits.test_reserve_in_one_statement import limit, store
 from tests.support.databases import POSTGRES_ADMIN_DSN, DatabaseFactory, _create_pg, _drop_pg
 
 
@@ -83,7 +86,7 @@ def test_a_call_cancelled_while_its_record_is_written_is_released_and_its_row_dr
                 await asyncio.sleep(0.1)
             assert flight.batch is not None and flight.batch.name in await row_names(engine)
 
-            await allowances.tick(engine)  # the next upkeep
+            await allowances.tick()  # the next upkeep
             assert flight.batch.name not in await row_names(engine)
 
     asyncio.run(scenario())
@@ -110,12 +113,12 @@ def test_a_row_of_records_goes_at_the_upkeep_after_its_last_call_settled() -> No
                 assert first is not None and second is not None
                 allowance.settling()
                 allowance.ended(first, [1000])
-                await allowances.tick(engine)
+                await allowances.tick()
                 assert names <= await row_names(engine)  # its other call still runs
 
                 allowance.settling()
                 allowance.ended(second, [1000])
-                await allowances.tick(engine)
+                await allowances.tick()
                 assert not names & await row_names(engine)
 
     asyncio.run(scenario())
@@ -145,6 +148,51 @@ def test_a_settled_row_of_records_goes_with_the_next_records_written(databases: 
                 assert rows[-1] in names and not set(rows[:-1]) & names
                 allowance.settling()
                 allowance.ended(flight, [1000])
+        finally:
+            await transactions.aclose()
+            await engine.dispose()
+
+    asyncio.run(scenario())
+
+
+def test_the_upkeep_renews_a_process_rows_once_a_third_of_their_lease_has_passed(
+    databases: DatabaseFactory,
+) -> None:
+    """Every row is written with a whole lease, so the upkeep (every 2 s) renews them only once a
+    third of it has passed: a lease never gets within two thirds of running out, and a busy process
+    does not rewrite its rows at every tick. A lease of 3 s here: a third is 1 s."""
+
+    async def scenario() -> None:
+        engine = make_engine(await databases.create(migrated=True))
+        transactions = WriteTransactions(engine)
+        try:
+            month = limit("cost", "month", 1_000_000)
+            await store(transactions, month, used={month.id: 0})
+            allowances = Allowances(transactions, lease_seconds=3.0, upkeep_seconds=1.0)
+            allowance = allowances.of((month,))
+            assert allowance is not None
+            allowance.peak = [1000]
+            await allowances.refill(allowance)
+            assert allowance.take([1000], lambda: {"call_id": "c1"}) is not None
+            allowance.started()  # a call runs on it: not idle, not given back
+
+            async def lease() -> datetime:
+                async with engine.begin() as conn:
+                    return (
+                        await conn.execute(
+                            select(LimitHoldRow.lease_until).where(LimitHoldRow.call_id == allowance.name)
+                        )
+                    ).scalar_one()
+
+            granted = await lease()
+            await allowances.tick()  # the first tick renews
+            renewed = await lease()
+            assert renewed > granted
+            await allowances.tick()  # at once again: not yet
+            assert await lease() == renewed
+            await asyncio.sleep(1.1)  # a third of the lease has passed
+            await allowances.tick()
+            assert await lease() > renewed
         finally:
             await transactions.aclose()
             await engine.dispose()

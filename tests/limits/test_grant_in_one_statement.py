@@ -15,7 +15,8 @@ from sqlalchemy import insert, select, update
 
 from switchboard.db.write_transaction import WriteTransactions
 from switchboard.limits import allowance_rows
-from switchboard.limits.allowances import Allowance, Allowances
+from switchboard.limits.allowance import Allowance
+from switchboard.limits.allowances import Allowances
 from switchboard.limits.ledger import Standing
 from switchboard.limits.models import LimitHoldRow, LimitUsageRow
 from switchboard.limits.postgres_reserve import grant_in_one_statement

@@ -23,7 +23,8 @@ from switchboard.db.write_transaction import WriteTransactions
 from switchboard.errors import BudgetExceeded, LimitRateExceeded, LimitRefused
 from switchboard.kit.clock import utcnow
 from switchboard.limits import ledger
-from switchboard.limits.allowances import Allowance, Allowances
+from switchboard.limits.allowance import Allowance
+from switchboard.limits.allowances import Allowances
 from switchboard.limits.hold import Hold
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.ledger import Standing

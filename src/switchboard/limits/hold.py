@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from switchboard.limits.allowance import Allowance
 from switchboard.limits.allowance_rows import Part
-from switchboard.limits.allowances import Allowance
 from switchboard.limits.call_records import Flight
 from switchboard.limits.leases import HoldLeases
 from switchboard.limits.rules import Limit

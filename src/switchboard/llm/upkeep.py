@@ -26,7 +26,7 @@ async def upkeep(pipeline: Pipeline) -> int:
         async with pipeline.engine.begin() as conn:
             await pipeline.hold_leases.renew(conn)
     if pipeline.allowances is not None:
-        await pipeline.allowances.tick(pipeline.engine)
+        await pipeline.allowances.tick()
     now = utcnow()
     # One checkout for all three reads: an idle process holds no more connections than before.
     async with pipeline.engine.connect() as conn:
