@@ -21,10 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from switchboard.db.engine import make_engine
 from switchboard.db.migrate import upgrade
 from switchboard.db.write_transaction import WriteTransactions
-from switchboard.limits.allowances import Allowances
 from switchboard.limits.models import LimitHoldRow
 from tests.limits.test_grant_in_one_statement import an_allowance
-from tests.limits.test_reserve_in_one_statement import limit, store
 from tests.support.databases import POSTGRES_ADMIN_DSN, DatabaseFactory, _create_pg, _drop_pg
 
 
@@ -42,6 +40,18 @@ async def ledger() -> AsyncIterator[tuple[AsyncEngine, WriteTransactions, str]]:
         await transactions.aclose()
         await engine.dispose()
         await _drop_pg(name)
+
+
+@asynccontextmanager
+async def suite_ledger(databases: DatabaseFactory) -> AsyncIterator[tuple[AsyncEngine, WriteTransactions]]:
+    """A migrated database of the kind the suite runs on, with its write transactions."""
+    engine = make_engine(await databases.create(migrated=True))
+    transactions = WriteTransactions(engine)
+    try:
+        yield engine, transactions
+    finally:
+        await transactions.aclose()
+        await engine.dispose()
 
 
 async def row_names(engine: AsyncEngine) -> set[str]:
@@ -130,9 +140,7 @@ def test_a_settled_row_of_records_goes_with_the_next_records_written(databases: 
     process writes hundreds between two upkeeps. On the database the suite runs on."""
 
     async def scenario() -> None:
-        engine = make_engine(await databases.create(migrated=True))
-        transactions = WriteTransactions(engine)
-        try:
+        async with suite_ledger(databases) as (engine, transactions):
             _, allowances, allowance = await an_allowance(transactions)
             rows = []
             for round_ in range(3):
@@ -148,9 +156,6 @@ def test_a_settled_row_of_records_goes_with_the_next_records_written(databases: 
                 assert rows[-1] in names and not set(rows[:-1]) & names
                 allowance.settling()
                 allowance.ended(flight, [1000])
-        finally:
-            await transactions.aclose()
-            await engine.dispose()
 
     asyncio.run(scenario())
 
@@ -163,15 +168,8 @@ def test_the_upkeep_renews_a_process_rows_once_a_third_of_their_lease_has_passed
     does not rewrite its rows at every tick. A lease of 3 s here: a third is 1 s."""
 
     async def scenario() -> None:
-        engine = make_engine(await databases.create(migrated=True))
-        transactions = WriteTransactions(engine)
-        try:
-            month = limit("cost", "month", 1_000_000)
-            await store(transactions, month, used={month.id: 0})
-            allowances = Allowances(transactions, lease_seconds=3.0, upkeep_seconds=1.0)
-            allowance = allowances.of((month,))
-            assert allowance is not None
-            allowance.peak = [1000]
+        async with suite_ledger(databases) as (engine, transactions):
+            _, allowances, allowance = await an_allowance(transactions, lease_seconds=3.0)
             await allowances.refill(allowance)
             assert allowance.take([1000], lambda: {"call_id": "c1"}) is not None
             allowance.started()  # a call runs on it: not idle, not given back
@@ -193,8 +191,5 @@ def test_the_upkeep_renews_a_process_rows_once_a_third_of_their_lease_has_passed
             await asyncio.sleep(1.1)  # a third of the lease has passed
             await allowances.tick()
             assert await lease() > renewed
-        finally:
-            await transactions.aclose()
-            await engine.dispose()
 
     asyncio.run(scenario())

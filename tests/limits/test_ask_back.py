@@ -13,13 +13,10 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
-from switchboard.db.engine import make_engine
-from switchboard.db.write_transaction import WriteTransactions
 from switchboard.limits.allowance import Allowance
 from switchboard.limits.allowances import Allowances
 from switchboard.limits.rules import Limit
+from tests.limits.test_allowance_records import suite_ledger
 from tests.limits.test_grant_in_one_statement import an_allowance, rows_of
 from tests.support.databases import DatabaseFactory
 
@@ -27,16 +24,11 @@ from tests.support.databases import DatabaseFactory
 @asynccontextmanager
 async def granted(databases: DatabaseFactory) -> AsyncIterator[tuple[Limit, Allowances, Allowance]]:
     """An idle allowance holding 125 worst cases of 1,000 on a cost limit, nothing drawn."""
-    engine: AsyncEngine = make_engine(await databases.create(migrated=True))
-    transactions = WriteTransactions(engine)
-    try:
+    async with suite_ledger(databases) as (_, transactions):
         month, allowances, allowance = await an_allowance(transactions)
         await allowances.refill(allowance)
         assert await rows_of(transactions) == {(str(month.id), allowance.name): 125_000}
         yield month, allowances, allowance
-    finally:
-        await transactions.aclose()
-        await engine.dispose()
 
 
 def test_calls_refused_together_all_wait_for_the_room_the_first_of_them_freed(

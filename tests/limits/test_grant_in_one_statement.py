@@ -156,12 +156,14 @@ def test_a_rolling_window_counts_what_its_bucket_refilled() -> None:
     asyncio.run(scenario())
 
 
-async def an_allowance(transactions: WriteTransactions) -> tuple[Limit, Allowances, Allowance]:
+async def an_allowance(
+    transactions: WriteTransactions, lease_seconds: float = 30.0
+) -> tuple[Limit, Allowances, Allowance]:
     """An allowance on a new cost limit of 1,000,000 whose calls' worst case is 1,000: its grant
     is 125 of them (what is left over SHARE), not yet taken."""
     month = limit("cost", "month", 1_000_000)
     await store(transactions, month, used={month.id: 0})
-    allowances = Allowances(transactions, lease_seconds=30.0, upkeep_seconds=1.0)
+    allowances = Allowances(transactions, lease_seconds=lease_seconds, upkeep_seconds=1.0)
     allowance = allowances.of((month,))
     assert allowance is not None
     allowance.peak = [1000]
