@@ -16,6 +16,7 @@ from switchboard.limits.call_records import Flight
 from switchboard.limits.ledger import Standing
 from switchboard.limits.rules import Limit
 
+BUSY = 4  # calls in flight on one set of limits before this process asks for an allowance
 _LOW = rows.MAX_CALLS // 2  # room for fewer calls than this, a busy allowance asks for more
 
 
@@ -39,8 +40,11 @@ class Allowance:
         self.freed_at = -math.inf  # monotonic: when its free part last went back to a refused call
         self.granting = False
         # Given back whole by the last call of a busy spell (`settling`): the next call takes a grant
-        # again at once, and the calls arriving meanwhile wait for it (`Allowances.refill`).
+        # again at once, and the calls arriving meanwhile wait for it (`Allowances.refill`). Not after
+        # a spell that never had BUSY calls in flight: one call at a time reserves on its own (one
+        # transaction, where a grant, a records row and a give-back would take two and a half).
         self.emptied = False
+        self.busy_spell = False  # the spell under way has had BUSY calls in flight
         self.refilling: asyncio.Task[None] | None = None
         # What each limit had left at the last grant, this allowance included, less the worst cases
         # of the calls admitted on it since: the figures an admitted call decides its cap and headers
@@ -91,6 +95,8 @@ class Allowance:
         self.in_flight += 1
         self.unsettled += 1
         self.used_at = time.monotonic()
+        if self.in_flight >= BUSY:
+            self.busy_spell = True
         if needs is not None:
             self.peak = [max(peak, need) for peak, need in zip(self.peak, needs, strict=True)]
 
@@ -109,7 +115,10 @@ class Allowance:
         usage is drawn as well: a row never goes below 0); a grant committed meanwhile keeps what the
         call did not use, as memory does (`ended`)."""
         self.unsettled -= 1
-        if self.unsettled or not self.stored or not any(self.granted):
+        if self.unsettled:
+            return []
+        busy, self.busy_spell = self.busy_spell, False  # the spell ends with its last call
+        if not self.stored or not any(self.granted):
             return []
         parts = [
             (limit.id, self.name, granted)
@@ -117,7 +126,7 @@ class Allowance:
             if granted
         ]
         self.granted = [0] * len(self.limits)
-        self.emptied = True
+        self.emptied = busy
         return parts
 
     def ended(self, flight: Flight | None, used: Sequence[int] | None) -> None:

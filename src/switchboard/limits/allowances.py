@@ -27,14 +27,13 @@ from collections.abc import Callable, Sequence
 from switchboard.db.write_transaction import LedgerConnection, WriteTransactions
 from switchboard.kit.clock import utcnow
 from switchboard.limits import allowance_rows as rows
-from switchboard.limits.allowance import Allowance
+from switchboard.limits.allowance import BUSY, Allowance
 from switchboard.limits.call_records import CallRecords, Flight
 from switchboard.limits.ledger import Standing
 from switchboard.limits.rules import Limit, window_start
 
 log = logging.getLogger("switchboard.limits")
 
-BUSY = 4  # calls in flight on one set of limits before this process asks for an allowance
 IDLE_SECONDS = 1.0  # an allowance goes back once no call has run under its limits for this long
 KEPT = 10_000  # sets of limits followed; past that, calls reserve one by one
 

@@ -279,10 +279,10 @@ async def reserve(
     allowance = allowances.of(limits) if allowances is not None else None
     if allowance is not None and allowance.stored:
         assert allowances is not None
-        # Given back whole by the last call of a busy spell, it has nothing free until granted again.
-        refill = not any(allowance.granted) and allowances.refills(allowance)
-        taken = None if refill else _from_allowance(allowance, limits, plan, call)
-        if taken is None and (refill or allowances.refills(allowance)):
+        # Given back whole by the last call of a spell, it has nothing free until granted again.
+        empty = not any(allowance.granted)
+        taken = None if empty else _from_allowance(allowance, limits, plan, call)
+        if taken is None and allowances.refills(allowance):
             await allowances.refill(allowance)
             taken = _from_allowance(allowance, limits, plan, call)
         if taken is not None:
