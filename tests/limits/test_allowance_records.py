@@ -193,3 +193,51 @@ def test_the_upkeep_renews_a_process_rows_once_a_third_of_their_lease_has_passed
             assert await lease() > renewed
 
     asyncio.run(scenario())
+
+
+def test_rows_a_cancelled_records_write_was_to_delete_are_left_for_the_upkeep() -> None:
+    """A records write also deletes the rows whose calls have all settled; cancelled while it waits
+    (at shutdown), it hands them back so that the upkeep or `close` deletes them (a PostgreSQL
+    statement may still complete after its task was cancelled: deleting twice changes nothing)."""
+
+    async def scenario() -> None:
+        async with ledger() as (engine, transactions, dsn):
+            _, allowances, allowance = await an_allowance(transactions)
+            await allowances.refill(allowance)
+            first = allowance.take([1000], lambda: {"call_id": "c1"})
+            second = allowance.take([1000], lambda: {"call_id": "c2"})
+            assert first is not None and second is not None
+            allowance.started()
+            allowance.started()
+            await allowances.record(allowance, first)
+            assert first.batch is not None
+            settled = first.batch.name
+            allowance.settling()
+            allowance.ended(first, [1000])  # its row is now to be deleted with the next write
+
+            blocker = await asyncpg.connect(dsn)
+            try:
+                locked = blocker.transaction()
+                await locked.start()
+                await blocker.execute("LOCK TABLE limit_holds IN EXCLUSIVE MODE")  # the write waits
+                call = asyncio.ensure_future(allowances.record(allowance, second))
+                for _ in range(300):
+                    if await blocker.fetchval("SELECT count(*) FROM pg_locks WHERE NOT granted"):
+                        break
+                    await asyncio.sleep(0.1)
+                writer = allowances._records._writer  # shutdown cancels it
+                assert writer is not None
+                writer.cancel()
+                await asyncio.gather(writer, return_exceptions=True)
+                call.cancel()
+                await asyncio.gather(call, return_exceptions=True)
+                await locked.rollback()
+            finally:
+                await blocker.close()
+
+            # Whether the cancelled statement still went through or not, the row is handed back.
+            assert settled in {name for _, name, _ in allowances._records.done}
+            await allowances.tick()
+            assert settled not in await row_names(engine)
+
+    asyncio.run(scenario())

@@ -129,8 +129,10 @@ class CallRecords:
                         self._lease_seconds,
                         gone,
                     )
-                except Exception as error:
-                    self.done.extend(gone)  # for the upkeep
+                except BaseException as error:
+                    self.done.extend(gone)  # for the upkeep (deleting a row twice changes nothing)
+                    if not isinstance(error, Exception):
+                        raise  # cancelled (shutdown): `close` deletes them
                     for _, future in (call for _, calls in batches for call in calls):
                         if not future.done():
                             future.set_exception(error)
