@@ -1,13 +1,15 @@
 """A busy spell's last settlement gives its process's allowance back whole (SPEC §13: `reserved` is 0
 once the last answer is out); the next call takes a grant again at once (`Allowances.refills`). Only
-after a busy spell, one that had BUSY calls in flight: after calls one at a time, the next call
+after a busy spell, one that had BUSY calls in flight, or a quiet spell less than IDLE_SECONDS after
+one (a busy process is at times down to one call in flight): after calls one at a time, the next call
 reserves on its own, one transaction where a grant, a records row and a give-back take more."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
-from switchboard.limits.allowance import BUSY, Allowance
+from switchboard.limits.allowance import BUSY, IDLE_SECONDS, Allowance
 from switchboard.limits.allowances import Allowances
 from tests.limits.test_allowance_records import suite_ledger
 from tests.limits.test_grant_in_one_statement import an_allowance
@@ -35,7 +37,7 @@ def refills_now(allowances: Allowances, allowance: Allowance) -> bool:
     return allowances.refills(allowance)
 
 
-def test_after_a_busy_spell_the_next_call_takes_a_grant_and_after_a_quiet_one_it_does_not(
+def test_after_a_busy_spell_the_next_call_takes_a_grant_and_after_quiet_ones_only_it_does_not(
     databases: DatabaseFactory,
 ) -> None:
     async def scenario() -> None:
@@ -48,6 +50,12 @@ def test_after_a_busy_spell_the_next_call_takes_a_grant_and_after_a_quiet_one_it
             assert refills_now(allowances, allowance)  # busy: the next call takes a grant at once
             await allowances.refill(allowance)
 
+            spell(allowance, 1)  # a busy process down to one call in flight for a moment
+            assert allowance.granted == [0]
+            assert refills_now(allowances, allowance)
+            await allowances.refill(allowance)
+
+            allowance.busy_ended = time.monotonic() - IDLE_SECONDS  # the busy spell is a second old
             spell(allowance, 1)
             assert allowance.granted == [0]
             assert not refills_now(allowances, allowance)  # one at a time: it reserves on its own

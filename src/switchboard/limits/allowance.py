@@ -17,6 +17,7 @@ from switchboard.limits.ledger import Standing
 from switchboard.limits.rules import Limit
 
 BUSY = 4  # calls in flight on one set of limits before this process asks for an allowance
+IDLE_SECONDS = 1.0  # an allowance goes back once no call has run under its limits for this long
 _LOW = rows.MAX_CALLS // 2  # room for fewer calls than this, a busy allowance asks for more
 
 
@@ -40,11 +41,14 @@ class Allowance:
         self.freed_at = -math.inf  # monotonic: when its free part last went back to a refused call
         self.granting = False
         # Given back whole by the last call of a busy spell (`settling`): the next call takes a grant
-        # again at once, and the calls arriving meanwhile wait for it (`Allowances.refill`). Not after
-        # a spell that never had BUSY calls in flight: one call at a time reserves on its own (one
-        # transaction, where a grant, a records row and a give-back would take two and a half).
+        # again at once, and the calls arriving meanwhile wait for it (`Allowances.refill`). Also
+        # after a quiet spell that a busy one ended less than IDLE_SECONDS before: a busy process is
+        # at times down to one call in flight. Not after quiet spells only: one call at a time
+        # reserves on its own (one transaction, where a grant, a records row and a give-back would
+        # take two and a half).
         self.emptied = False
         self.busy_spell = False  # the spell under way has had BUSY calls in flight
+        self.busy_ended = -math.inf  # monotonic: when the last busy spell ended
         self.refilling: asyncio.Task[None] | None = None
         # What each limit had left at the last grant, this allowance included, less the worst cases
         # of the calls admitted on it since: the figures an admitted call decides its cap and headers
@@ -117,7 +121,9 @@ class Allowance:
         self.unsettled -= 1
         if self.unsettled:
             return []
-        busy, self.busy_spell = self.busy_spell, False  # the spell ends with its last call
+        moment = time.monotonic()
+        if self.busy_spell:  # the spell ends with its last call
+            self.busy_spell, self.busy_ended = False, moment
         if not self.stored or not any(self.granted):
             return []
         parts = [
@@ -126,7 +132,7 @@ class Allowance:
             if granted
         ]
         self.granted = [0] * len(self.limits)
-        self.emptied = busy
+        self.emptied = moment - self.busy_ended < IDLE_SECONDS
         return parts
 
     def ended(self, flight: Flight | None, used: Sequence[int] | None) -> None:

@@ -27,14 +27,13 @@ from collections.abc import Callable, Sequence
 from switchboard.db.write_transaction import LedgerConnection, WriteTransactions
 from switchboard.kit.clock import utcnow
 from switchboard.limits import allowance_rows as rows
-from switchboard.limits.allowance import BUSY, Allowance
+from switchboard.limits.allowance import BUSY, IDLE_SECONDS, Allowance
 from switchboard.limits.call_records import CallRecords, Flight
 from switchboard.limits.ledger import Standing
 from switchboard.limits.rules import Limit, window_start
 
 log = logging.getLogger("switchboard.limits")
 
-IDLE_SECONDS = 1.0  # an allowance goes back once no call has run under its limits for this long
 KEPT = 10_000  # sets of limits followed; past that, calls reserve one by one
 
 
@@ -110,7 +109,8 @@ class Allowances:
 
     def refills(self, allowance: Allowance) -> bool:
         """Whether a call that did not fit should wait for a grant rather than reserve on its own: the
-        allowance was given back by the last call of a busy spell, and may be granted again."""
+        allowance was given back by the last call of a busy spell (or of a quiet one right after it,
+        `Allowance.emptied`), and may be granted again."""
         return (
             allowance.emptied
             and allowance.stored
