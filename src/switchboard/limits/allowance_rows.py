@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, delete, func, or_, select, update
+from sqlalchemy import Table, bindparam, delete, func, literal_column, or_, select, update
 
 from switchboard.db.driver_statements import driver_ready
 from switchboard.db.engine import json_text
@@ -49,6 +49,13 @@ SHARE = 8  # a grant takes at most 1/(SHARE * holders) of what a limit has left
 BATCH = 500  # rows per statement, well under every driver's parameter limit
 
 
+def _pattern(prefix: str) -> Any:
+    """`prefix%` written into the statement (one of this module's prefixes, not input): SQLite
+    compiles a statement again at every execution whose LIKE pattern is a bound parameter (the value
+    decides whether an index may serve it); on SQLite that was half of every grant's instructions."""
+    return literal_column(f"'{prefix}%'")
+
+
 @functools.cache
 def _live_names(count: int) -> Any:
     """Allowances' process prefixes and reclaim markers live on `count` limits (one parameter each: an
@@ -58,7 +65,7 @@ def _live_names(count: int) -> Any:
         select(_HOLDS.c.limit_id, func.substr(_HOLDS.c.call_id, 1, _PREFIX_LENGTH))
         .where(
             _HOLDS.c.limit_id.in_(ids),
-            or_(_HOLDS.c.call_id.like(f"{SLOT}%"), _HOLDS.c.call_id.like(f"{RECLAIM}%")),
+            or_(_HOLDS.c.call_id.like(_pattern(SLOT)), _HOLDS.c.call_id.like(_pattern(RECLAIM))),
             _HOLDS.c.lease_until > bindparam("b_now", type_=_HOLDS.c.lease_until.type),
         )
         .distinct()
@@ -110,7 +117,7 @@ _RECORD = driver_ready(_HOLDS.insert())
 _RECLAIMED = (
     select(_HOLDS.c.limit_id)
     .where(
-        _HOLDS.c.call_id.like(f"{RECLAIM}%"),
+        _HOLDS.c.call_id.like(_pattern(RECLAIM)),
         _HOLDS.c.lease_until > bindparam("b_now", type_=_HOLDS.c.lease_until.type),
     )
     .distinct()
