@@ -78,13 +78,20 @@ class LimitRegistry:
             await self.reload()
         if not self._by_subject:
             return ()
-        subjects = (economy_id, user_id, room_id, agent_id, api_key_id)
-        found = self._found.get(subjects)
+        # Keyed by the ids' integers: a UUID hashes in Python, an int in C.
+        key = (
+            economy_id.int,
+            user_id.int,
+            room_id.int if room_id is not None else None,
+            agent_id,
+            api_key_id.int if api_key_id is not None else None,
+        )
+        found = self._found.get(key)
         if found is None:
-            found = self._applying(subjects)
+            found = self._applying((economy_id, user_id, room_id, agent_id, api_key_id))
             if len(self._found) >= FOUND_KEPT:
                 self._found = {}
-            self._found[subjects] = found
+            self._found[key] = found
         return found
 
     def _applying(self, subjects: tuple[Any, ...]) -> tuple[Limit, ...]:
