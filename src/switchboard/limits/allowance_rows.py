@@ -250,15 +250,25 @@ def listing(records: Sequence[object]) -> dict[str, object]:
     if len(records) < 2 or not all(isinstance(record, dict) for record in records):
         return {CALLS: list(records)}
     first, rest = cast(dict[str, object], records[0]), cast(Sequence[dict[str, object]], records[1:])
-    try:  # the fields alike, as a set intersection (in C) of the records' (key, value) pairs
-        alike = set(first.items()).intersection(*(other.items() for other in rest))
-        shared = {key: value for key, value in first.items() if (key, value) in alike}
-    except TypeError:  # a value that is not hashable (recovery records hold none)
-        shared = {k: v for k, v in first.items() if all(o.get(k, _ABSENT) == v for o in rest)}
-    calls = [
-        {key: value for key, value in record.items() if key not in shared}
-        for record in cast(Sequence[dict[str, object]], records)
-    ]
+    shared: dict[str, object] = {}
+    for key, value in first.items():
+        for other in rest:
+            # Mostly the very same object (the caller's, the credential's, the model's): `is` is
+            # decided in C, where a UUID's == (or its hash) runs Python.
+            found = other.get(key, _ABSENT)
+            if found is not value and found != value:
+                break
+        else:
+            shared[key] = value
+    keys = first.keys()
+    if all(other.keys() == keys for other in rest):  # recovery records all have the same fields
+        own = [key for key in keys if key not in shared]
+        calls = [{key: record[key] for key in own} for record in cast(Sequence[dict[str, object]], records)]
+    else:
+        calls = [
+            {key: value for key, value in record.items() if key not in shared}
+            for record in cast(Sequence[dict[str, object]], records)
+        ]
     return {SHARED: shared, CALLS: calls}
 
 
