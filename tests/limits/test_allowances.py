@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -43,7 +43,7 @@ from tests.limits.test_replicas import (
 )
 from tests.observability.samples import Samples, parse
 from tests.support.databases import DatabaseFactory
-from tests.support.served import gateway_process, served_env
+from tests.support.served import gateway_processes, served_env
 
 
 @contextmanager
@@ -54,8 +54,7 @@ def gateways(
     env = served_env(
         databases, tmp_path, config, SWITCHBOARD_LEASE_SECONDS=lease, SWITCHBOARD_LIMIT_ALLOWANCES="1"
     )
-    with ExitStack() as stack:
-        started = [stack.enter_context(gateway_process(env, tmp_path / f"{n}.log")) for n in range(count)]
+    with gateway_processes(env, [tmp_path / f"{n}.log" for n in range(count)]) as started:
         yield [p for p, _ in started], [u for _, u in started], env["SWITCHBOARD_DATABASE_URL"]
 
 

@@ -11,7 +11,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from tests.conftest import default_test_config
 from tests.support import gateway as support
 from tests.support.databases import DatabaseFactory
 from tests.support.recorder import RECORDER
-from tests.support.served import gateway_process, served_env
+from tests.support.served import gateway_processes, served_env
 
 PRICES = {"input_per_mtok": "0.15", "output_per_mtok": "0.60"}  # 150 and 600 nano-units a token
 MESSAGES = [{"role": "user", "content": "x" * 40}]
@@ -49,8 +49,7 @@ def replicas(
 ) -> Iterator[tuple[list[Any], list[str]]]:
     """`count` gateway processes on one new database: their processes and their URLs."""
     env = served_env(databases, tmp_path, config, SWITCHBOARD_LEASE_SECONDS="3")
-    with ExitStack() as stack:
-        started = [stack.enter_context(gateway_process(env, tmp_path / f"{n}.log")) for n in range(count)]
+    with gateway_processes(env, [tmp_path / f"{n}.log" for n in range(count)]) as started:
         yield [process for process, _ in started], [url for _, url in started]
 
 

@@ -27,7 +27,7 @@ from tests.support import gateway as support
 from tests.support.databases import DatabaseFactory
 from tests.support.gateway import TokenFactory, User
 from tests.support.recorder import RECORDER, recording_client
-from tests.support.served import gateway_process, served_env
+from tests.support.served import gateway_process, gateway_processes, served_env
 
 METRICS_TOKEN = RECORDER.remember_secret(f"metrics-{uuid.uuid4().hex}")
 GAUGE = "switchboard_streams_in_flight"
@@ -320,12 +320,9 @@ def test_a_multiproc_dir_set_by_the_operator_holding_an_earlier_servers_files_do
                 client.close()
 
 
-@contextmanager
-def _pid_one_server(env: dict[str, str], log: Any) -> Iterator[str]:
-    """`switchboard serve` as pid 1 of a PID namespace of its own, as in a container; unshare does not
-    pass SIGTERM on, so the fixture's kill with --kill-child takes the server with it."""
-    with gateway_process(env, log, wrapper=("unshare", "--pid", "--fork", "--kill-child")) as (_, url):
-        yield url
+# `switchboard serve` as pid 1 of a PID namespace of its own, as in a container; unshare does not pass
+# SIGTERM on, so the fixture's kill with --kill-child takes the server with it.
+PID_ONE = ("unshare", "--pid", "--fork", "--kill-child")
 
 
 @pytest.mark.skipif(
@@ -348,10 +345,8 @@ def test_two_containers_sharing_an_operator_set_multiproc_dir_do_not_zero_each_o
         PROMETHEUS_MULTIPROC_DIR=str(kept),
     )
     tokens = TokenFactory(TokenCodec(support.TEST_JWT_SECRET, support.TEST_AUDIENCE))
-    with (
-        _pid_one_server(env, tmp_path / "a.log") as url_a,
-        _pid_one_server(env, tmp_path / "b.log") as url_b,
-    ):
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    with gateway_processes(env, logs, wrapper=PID_ONE) as [(_, url_a), (_, url_b)]:
         a, b = Served(url_a, tokens), Served(url_b, tokens)
         user_a, user_b = a.user(), b.user()
         add_credential(user_a, "openai", provider_base(fake_provider, "openai"))

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,17 @@ SWITCHBOARD = Path(sys.executable).with_name("switchboard")
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports: every probe is held until all are picked, so that no two are the
+    same port (processes started at once bind theirs only later)."""
+    with ExitStack() as stack:
+        probes = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
 
 
 def served_env(
@@ -55,30 +63,50 @@ def gateway_process(
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`switchboard serve` on a free port (with `serve_args`, run under `wrapper` if given), once it
     answers /health; in a session of its own, whose every process (its workers too) ends with it."""
-    port = free_port()
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [*wrapper, str(SWITCHBOARD), "serve", "--port", str(port), *serve_args],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
+    with gateway_processes(env, [log], *serve_args, wrapper=wrapper) as [started]:
+        yield started
+
+
+@contextmanager
+def gateway_processes(
+    env: dict[str, str], logs: Sequence[Path], *serve_args: str, wrapper: Sequence[str] = ()
+) -> Iterator[list[tuple[subprocess.Popen[bytes], str]]]:
+    """One `gateway_process` a log, all started at once, once every one answers /health. Each start
+    imports the whole gateway (a second or two of CPU): one after the other, the replicas' starts
+    added up."""
+    started: list[tuple[subprocess.Popen[bytes], str]] = []
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "gateway did not start"
-            time.sleep(0.1)
-        yield process, url
+        for port, log in zip(free_ports(len(logs)), logs, strict=True):
+            with log.open("ab") as out:
+                process = subprocess.Popen(
+                    [*wrapper, str(SWITCHBOARD), "serve", "--port", str(port), *serve_args],
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            started.append((process, f"http://127.0.0.1:{port}"))
+        for (process, url), log in zip(started, logs, strict=True):
+            _wait_until_healthy(process, url, log)
+        yield started
     finally:
         # The whole group: a server killed by a test leaves its workers behind, serving on for good.
-        with suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
+        for process, _ in started:
+            with suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        for process, _ in started:
+            process.wait(timeout=30)
+
+
+def _wait_until_healthy(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
+    """Each process its own 60 s from when its turn comes: those waited for first started no later."""
+    deadline = time.monotonic() + 60
+    while True:
+        assert process.poll() is None, log.read_text()
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "gateway did not start"
+        time.sleep(0.1)
