@@ -6,6 +6,8 @@ import threading
 
 import httpx
 
+SEPARATOR = "\0"
+
 
 class ResponseRecorder:
     def __init__(self) -> None:
@@ -15,6 +17,7 @@ class ResponseRecorder:
         self.secrets: set[str] = set()
 
     def remember_secret(self, secret: str) -> str:
+        assert SEPARATOR not in secret  # leaks() looks for it in everything recorded, joined by these
         with self._lock:
             self.secrets.add(secret)
         return secret
@@ -32,13 +35,16 @@ class ResponseRecorder:
             self.headers.append(str(list(response.headers.items())))
 
     def leaks(self) -> list[str]:
+        """The secrets that appear in any recorded body or headers. Each is looked for once in all of
+        them joined (a secret never holds the separator, so none is found across two): looking in each
+        body in turn made this secrets x bodies Python steps, tens of seconds at the end of a worker's
+        run, which records thousands of each."""
         with self._lock:
-            found = []
-            for secret in self.secrets:
-                needle = secret.encode()
-                if any(needle in body for body in self.bodies) or any(secret in h for h in self.headers):
-                    found.append(secret[:4] + "…")
-            return found
+            bodies = SEPARATOR.encode().join(self.bodies)
+            headers = SEPARATOR.join(self.headers)
+            return [
+                secret[:4] + "…" for secret in self.secrets if secret.encode() in bodies or secret in headers
+            ]
 
 
 RECORDER = ResponseRecorder()
