@@ -1,6 +1,6 @@
 """The allowance rows' LIKE patterns are written into their statements, never bound: SQLite compiles a
 statement again at every execution whose LIKE pattern is a parameter (the value decides whether an
-index may serve it), and that was half of every grant's instructions (limits/allowance_rows.py)."""
+index may serve it), and that was a fifth of every grant's instructions (limits/allowance_rows.py)."""
 
 from __future__ import annotations
 

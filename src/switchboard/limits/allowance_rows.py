@@ -52,7 +52,7 @@ BATCH = 500  # rows per statement, well under every driver's parameter limit
 def _pattern(prefix: str) -> Any:
     """`prefix%` written into the statement (one of this module's prefixes, not input): SQLite
     compiles a statement again at every execution whose LIKE pattern is a bound parameter (the value
-    decides whether an index may serve it); on SQLite that was half of every grant's instructions."""
+    decides whether an index may serve it); on SQLite that was a fifth of every grant's instructions."""
     return literal_column(f"'{prefix}%'")
 
 
