@@ -29,7 +29,7 @@ from tests.support import gateway as support
 from tests.support import pg_cluster, pgbouncer
 from tests.support.databases import backend
 from tests.support.recorder import RECORDER
-from tests.support.served import SWITCHBOARD, free_port
+from tests.support.served import SWITCHBOARD, free_port, wait_until_healthy
 
 pytestmark = [
     pytest.mark.postgres_only,
@@ -109,17 +109,8 @@ def gateways(env: dict[str, str], tmp_path: Path, count: int) -> Iterator[list[s
                 )
             stack.callback(_end, process)
             started.append((process, log, f"http://127.0.0.1:{port}"))
-        deadline = time.monotonic() + 120
         for process, log, url in started:
-            while True:
-                assert process.poll() is None, log.read_text()
-                try:
-                    if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, f"gateway did not start: {log.read_text()}"
-                time.sleep(0.1)
+            wait_until_healthy(process, url, log, seconds=120)
         yield [url for _, _, url in started]
         for _, log, _ in started:
             assert "too many clients" not in log.read_text(), log.read_text()

@@ -20,7 +20,7 @@ from tests.foundation.test_access_log import captured_log
 from tests.llm.conftest import make_caller
 from tests.support import gateway as support
 from tests.support.probe import ProbeFactory, unique_name
-from tests.support.served import SWITCHBOARD, free_port
+from tests.support.served import SWITCHBOARD, free_port, wait_until_healthy
 
 DEFAULT_ECONOMY = str(uuid.uuid5(uuid.NAMESPACE_URL, "switchboard:economy:default"))
 RFC3339_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$")
@@ -142,16 +142,7 @@ def test_in_json_mode_every_line_a_two_worker_server_writes_is_json_with_a_level
             stderr=out,
         )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        wait_until_healthy(process, f"http://127.0.0.1:{port}", log)
         assert httpx.get(f"http://127.0.0.1:{port}/metrics").status_code == 401
     finally:
         process.send_signal(signal.SIGINT)

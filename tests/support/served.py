@@ -87,7 +87,7 @@ def gateway_processes(
                 )
             started.append((process, f"http://127.0.0.1:{port}"))
         for (process, url), log in zip(started, logs, strict=True):
-            _wait_until_healthy(process, url, log)
+            wait_until_healthy(process, url, log)
         yield started
     finally:
         # The whole group: a server killed by a test leaves its workers behind, serving on for good.
@@ -98,9 +98,10 @@ def gateway_processes(
             process.wait(timeout=30)
 
 
-def _wait_until_healthy(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
-    """Each process its own 60 s from when its turn comes: those waited for first started no later."""
-    deadline = time.monotonic() + 60
+def wait_until_healthy(process: subprocess.Popen[bytes], url: str, log: Path, seconds: float = 60) -> None:
+    """Until the gateway at `url` answers /health (its log in the failure when it exits first). Each
+    process its own `seconds` from when its turn comes: those waited for first started no later."""
+    deadline = time.monotonic() + seconds
     while True:
         assert process.poll() is None, log.read_text()
         try:
@@ -108,5 +109,5 @@ def _wait_until_healthy(process: subprocess.Popen[bytes], url: str, log: Path) -
                 return
         except httpx.TransportError:
             pass
-        assert time.monotonic() < deadline, "gateway did not start"
+        assert time.monotonic() < deadline, f"gateway did not start: {log.read_text()}"
         time.sleep(0.1)
