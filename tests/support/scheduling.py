@@ -75,7 +75,7 @@ def mark_groups_in_node_ids(config: pytest.Config, items: list[pytest.Item]) -> 
     longer reads (an item's id is its `_id`): every test went out on its own, a file's tests to both
     workers, and each worker started the file's module-scoped gateways. Idempotent: an id that
     already names its group (a fixed xdist) is left alone."""
-    if not config.getvalue("loadgroup") or not hasattr(config, "workerinput"):
+    if not config.getoption("loadgroup", default=False) or not hasattr(config, "workerinput"):
         return
     try:
         from _pytest.nodeid import NodeId  # private: a pytest without it runs the tests ungrouped
