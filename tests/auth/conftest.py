@@ -18,7 +18,7 @@ import pytest
 
 from switchboard.auth.users import create_user
 from tests.support.gateway import Gateway, User
-from tests.support.recorder import RECORDER
+from tests.support.recorder import RECORDER, tls_context
 
 
 @dataclass
@@ -48,7 +48,7 @@ def unrecorded_post(
     gateway: Gateway, path: str, body: dict[str, Any], token: str | None = None
 ) -> httpx.Response:
     headers = {"authorization": f"Bearer {token}"} if token else {}
-    with httpx.Client(base_url=gateway.url, timeout=30.0) as client:
+    with httpx.Client(base_url=gateway.url, timeout=30.0, verify=tls_context()) as client:
         return client.post(path, json=body, headers=headers)
 
 

@@ -26,6 +26,7 @@ from switchboard.db.migrate import alembic_config
 from tests.support.databases import DatabaseFactory
 from tests.support.gateway import TEST_AUDIENCE, TEST_JWT_SECRET, Gateway
 from tests.support.gateway import test_encryption_keys as encryption_keys
+from tests.support.recorder import tls_context
 
 SWITCHBOARD = Path(sys.executable).with_name("switchboard")
 REPO = Path(__file__).resolve().parents[2]
@@ -270,7 +271,7 @@ def _wait_for(url: str, process: subprocess.Popen[bytes], timeout: float) -> htt
         if process.poll() is not None:
             raise AssertionError(f"switchboard serve exited with {process.returncode}")
         try:
-            return httpx.get(url, timeout=1)
+            return httpx.get(url, timeout=1, verify=tls_context())
         except httpx.TransportError:
             if time.monotonic() > deadline:
                 raise

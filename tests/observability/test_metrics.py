@@ -16,7 +16,7 @@ from tests.conftest import GatewayFactory
 from tests.observability.samples import Samples, parse
 from tests.routing.conftest import Caller, key, routing_config
 from tests.support.gateway import Gateway
-from tests.support.recorder import RECORDER
+from tests.support.recorder import RECORDER, tls_context
 from tests.support.sdks import openai_client
 
 METRICS_TOKEN = RECORDER.remember_secret(f"metrics-{uuid.uuid4().hex}")
@@ -47,14 +47,15 @@ def caller(metered: Gateway, fake_provider: Any) -> Caller:
 
 
 def scrape(gateway: Gateway) -> Samples:
-    response = httpx.get(f"{gateway.url}/metrics", headers={"authorization": f"Bearer {METRICS_TOKEN}"})
+    headers = {"authorization": f"Bearer {METRICS_TOKEN}"}
+    response = httpx.get(f"{gateway.url}/metrics", headers=headers, verify=tls_context())
     assert response.status_code == 200, response.text
     return parse(response.text)
 
 
 def _status(gateway: Gateway, token: str | None) -> int:
     headers = {"authorization": f"Bearer {token}"} if token is not None else {}
-    return httpx.get(f"{gateway.url}/metrics", headers=headers).status_code
+    return httpx.get(f"{gateway.url}/metrics", headers=headers, verify=tls_context()).status_code
 
 
 @pytest.mark.parametrize(

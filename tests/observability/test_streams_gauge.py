@@ -26,7 +26,7 @@ from tests.observability.samples import parse
 from tests.support import gateway as support
 from tests.support.databases import DatabaseFactory
 from tests.support.gateway import TokenFactory, User
-from tests.support.recorder import RECORDER, recording_client
+from tests.support.recorder import RECORDER, recording_client, tls_context
 from tests.support.served import gateway_process, gateway_processes, served_env
 
 METRICS_TOKEN = RECORDER.remember_secret(f"metrics-{uuid.uuid4().hex}")
@@ -97,7 +97,11 @@ def user(gauged: Any, fake_provider: Any) -> User:
 
 
 def gauge(gateway: Any) -> float:
-    response = httpx.get(f"{gateway.url}/metrics", headers={"authorization": f"Bearer {METRICS_TOKEN}"})
+    response = httpx.get(
+        f"{gateway.url}/metrics",
+        headers={"authorization": f"Bearer {METRICS_TOKEN}"},
+        verify=tls_context(),
+    )
     assert response.status_code == 200, response.text
     return parse(response.text).value(GAUGE)
 
@@ -112,7 +116,10 @@ def settles_at(gateway: Any, expected: float, after: str) -> None:
 
 def _client(gateway: Any, user: User, timeout: float = 20) -> httpx.Client:
     return httpx.Client(
-        base_url=gateway.url, headers={"authorization": f"Bearer {user.token}"}, timeout=timeout
+        base_url=gateway.url,
+        headers={"authorization": f"Bearer {user.token}"},
+        timeout=timeout,
+        verify=tls_context(),
     )
 
 

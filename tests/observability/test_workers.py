@@ -22,7 +22,7 @@ from tests.conftest import default_test_config
 from tests.observability.samples import Samples, parse
 from tests.support import gateway as support
 from tests.support.databases import DatabaseFactory
-from tests.support.recorder import RECORDER
+from tests.support.recorder import RECORDER, tls_context
 from tests.support.served import gateway_process, served_env
 
 METRICS_TOKEN = RECORDER.remember_secret(f"metrics-{uuid.uuid4().hex}")
@@ -73,7 +73,8 @@ async def wave(url: str, token: str, streams: int) -> int:
 
     async def call(index: int) -> bool:
         # A client per call: a connection of its own, so the kernel hands calls to both workers.
-        async with httpx.AsyncClient(base_url=url, headers={"authorization": f"Bearer {token}"}) as client:
+        headers = {"authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=url, headers=headers, verify=tls_context()) as client:
             response = await client.post("/v1/chat/completions", json={**body, "stream": index < streams})
             return response.status_code == 200
 

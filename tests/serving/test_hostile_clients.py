@@ -23,6 +23,7 @@ import orjson
 import pytest
 
 from switchboard.server_protocol import HeadLimits, HttpToolsHeadHolding
+from tests.support.recorder import tls_context
 from tests.support.servers import uvicorn_on_uvloop
 
 SWITCHBOARD = Path(sys.executable).with_name("switchboard")
@@ -238,7 +239,7 @@ def _wait_for_health(port: int, process: subprocess.Popen[bytes], timeout: float
     while True:
         assert process.poll() is None, f"switchboard serve exited with {process.returncode}"
         try:
-            return httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
+            return httpx.get(f"http://127.0.0.1:{port}/health", timeout=2, verify=tls_context())
         except httpx.TransportError:
             if time.monotonic() > deadline:
                 raise

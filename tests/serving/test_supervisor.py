@@ -20,6 +20,7 @@ from switchboard.db.migrate import head_revision
 from tests.support.databases import DatabaseFactory, alembic_versions
 from tests.support.gateway import TEST_JWT_SECRET
 from tests.support.gateway import test_encryption_keys as encryption_keys
+from tests.support.recorder import tls_context
 
 SWITCHBOARD = Path(sys.executable).with_name("switchboard")
 READY = "ready (database:"
@@ -77,7 +78,8 @@ def _wait_until(condition: object, process: subprocess.Popen[bytes], log_path: P
 
 def _answers(port: int) -> bool:
     try:
-        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200
+        answer = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1, verify=tls_context())
+        return answer.status_code == 200
     except httpx.TransportError:
         return False
 

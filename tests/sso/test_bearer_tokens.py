@@ -21,12 +21,15 @@ from switchboard.sso.issuer import Issuer
 from switchboard.sso.verify import TokenVerifier
 from tests.llm.conftest import provider_base
 from tests.sso.conftest import CLIENT_ID, SsoSetup, signing_keys
-from tests.support.recorder import RECORDER
+from tests.support.recorder import RECORDER, tls_context
 
 
 def claims_of(setup: SsoSetup, token: str) -> httpx.Response:
     return httpx.get(
-        f"{setup.gateway.url}/protected/jwt", headers={"authorization": f"Bearer {token}"}, timeout=30
+        f"{setup.gateway.url}/protected/jwt",
+        headers={"authorization": f"Bearer {token}"},
+        timeout=30,
+        verify=tls_context(),
     )
 
 

@@ -19,6 +19,7 @@ import httpx
 
 from tests.support import gateway as support
 from tests.support.databases import DatabaseFactory
+from tests.support.recorder import tls_context
 
 SWITCHBOARD = Path(sys.executable).with_name("switchboard")
 
@@ -105,7 +106,7 @@ def wait_until_healthy(process: subprocess.Popen[bytes], url: str, log: Path, se
     while True:
         assert process.poll() is None, log.read_text()
         try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+            if httpx.get(f"{url}/health", timeout=1, verify=tls_context()).status_code == 200:
                 return
         except httpx.TransportError:
             pass

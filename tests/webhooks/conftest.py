@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import GatewayFactory, default_test_config
 from tests.fakes.webhook_receiver import WebhookReceiver
 from tests.support.gateway import Gateway, User
-from tests.support.recorder import RECORDER
+from tests.support.recorder import RECORDER, tls_context
 from tests.support.servers import ServerThread
 
 PRICED = "wh-priced"  # 1 USD per million tokens in and out: 1,000 nano-units a token
@@ -56,7 +56,7 @@ def new_path() -> str:
 def post_webhook(url: str, user: User, body: dict[str, Any]) -> httpx.Response:
     """POST /webhooks off the recorder: its answer holds the secret, shown once by design; the
     secret is then watched for in every other answer."""
-    with httpx.Client(base_url=url, timeout=30.0) as client:
+    with httpx.Client(base_url=url, timeout=30.0, verify=tls_context()) as client:
         response = client.post("/webhooks", json=body, headers={"authorization": f"Bearer {user.token}"})
     if response.status_code == 201:
         RECORDER.remember_secret(response.json()["secret"])

@@ -13,7 +13,7 @@ import httpx
 from tests.fakes.webhook_receiver import WebhookReceiver
 from tests.limits.test_replicas import tokens, two_replicas
 from tests.support.databases import DatabaseFactory
-from tests.support.recorder import RECORDER
+from tests.support.recorder import RECORDER, tls_context
 from tests.webhooks.conftest import new_path, webhooks_config
 
 EVENTS = 30
@@ -52,7 +52,12 @@ def test_each_event_is_delivered_once_by_two_replicas(
         queued = []
         for index in range(EVENTS):
             # Half the events enter through each replica; either replica may send any of them.
-            answer = httpx.post(f"{urls[index % 2]}/webhooks/{hook['id']}/test", headers=auth, timeout=30)
+            answer = httpx.post(
+                f"{urls[index % 2]}/webhooks/{hook['id']}/test",
+                headers=auth,
+                timeout=30,
+                verify=tls_context(),
+            )
             assert answer.status_code == 202, answer.text
             queued.append(answer.json()["id"])
         received = receiver.wait_for(path, EVENTS)
