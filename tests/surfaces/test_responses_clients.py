@@ -9,15 +9,15 @@ from typing import Any
 import orjson
 import pytest
 from pydantic import BaseModel
-from pydantic_ai import Agent as PydanticAgent
 
-from agents import Agent, Runner, function_tool, set_tracing_disabled
 from tests.fakes import anthropic_wire
 from tests.fakes.provider import FakeProvider
 from tests.llm.conftest import Caller, unique_model
 from tests.support.gateway import Gateway
 
 CLAUDE = "claude-3-5-haiku-latest"  # the shared catalog's `claude` alias
+# The two libraries are imported by their tests: together over a second of CPU, which every xdist
+# worker would otherwise spend collecting this file, for the one worker that runs it.
 
 
 @pytest.fixture
@@ -30,6 +30,8 @@ def openai_env(gateway: Gateway, caller: Caller, monkeypatch: pytest.MonkeyPatch
 def test_the_openai_agents_sdk_runs_a_tool_using_agent_and_streams_on_a_translated_model(
     openai_env: None, caller: Caller, fake_provider: FakeProvider
 ) -> None:
+    from agents import Agent, Runner, function_tool, set_tracing_disabled
+
     set_tracing_disabled(True)  # traces would go to OpenAI's platform, which a gateway token cannot reach
     asked: list[str] = []
 
@@ -74,6 +76,8 @@ class City(BaseModel):
 def test_pydantic_ai_openai_models_use_the_responses_api_with_structured_output(
     openai_env: None, caller: Caller, fake_provider: FakeProvider
 ) -> None:
+    from pydantic_ai import Agent as PydanticAgent
+
     model = unique_model("pyd")
     fake_provider.script(
         model, reply="Paris it is.", tool_arguments='{"city": "Paris", "population": 2100000}'
