@@ -61,6 +61,10 @@ def signing_keys() -> KeySet:
             RSAKey.generate_key(2048, parameters={"kid": f"rsa-{tag}", "alg": "RS256", "use": "sig"}),
             ECKey.generate_key("P-256", parameters={"kid": f"ec-{tag}", "alg": "ES256", "use": "sig"}),
             OKPKey.generate_key("Ed25519", parameters={"kid": f"ed-{tag}", "alg": "EdDSA", "use": "sig"}),
+            # RFC 9864's fully-specified name for EdDSA on Ed25519, which deprecates "EdDSA" in JOSE
+            OKPKey.generate_key(
+                "Ed25519", parameters={"kid": f"ed25519-{tag}", "alg": "Ed25519", "use": "sig"}
+            ),
         ]
     )
 

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from joserfc.jwk import RSAKey
+from joserfc.jwk import OKPKey, RSAKey
 
 from switchboard.errors import Unauthorized
 from switchboard.sso.issuer import Issuer
@@ -62,7 +62,7 @@ def test_a_provider_issued_access_token_calls_v1_with_the_openai_sdk(
     assert (claims["auth_method"], claims["role"]) == ("sso", "User")  # no role claim: the default
 
 
-@pytest.mark.parametrize("alg", ["RS256", "ES256", "EdDSA"])
+@pytest.mark.parametrize("alg", ["RS256", "ES256", "EdDSA", "Ed25519"])
 def test_each_allowed_algorithm_signs_a_token_the_gateway_accepts_with_the_mapped_role(
     sso: SsoSetup, alg: str
 ) -> None:
@@ -104,6 +104,11 @@ def _hs256_with_the_public_key(setup: SsoSetup) -> str:
     raise AssertionError
 
 
+def _without_alg(key: OKPKey) -> OKPKey:
+    """The same key pair, free of its `alg`: it signs what its published copy (`alg` EdDSA) may not."""
+    return OKPKey.import_key({k: v for k, v in key.as_dict(private=True).items() if k != "alg"})
+
+
 BAD_TOKENS: dict[str, Callable[[SsoSetup], str]] = {
     "wrong issuer": lambda s: s.idp.sign(s.idp.claims(iss="http://127.0.0.1:1/other")),
     "issuer with a trailing slash": lambda s: s.idp.sign(s.idp.claims(iss=s.idp.issuer + "/")),
@@ -123,6 +128,9 @@ BAD_TOKENS: dict[str, Callable[[SsoSetup], str]] = {
         s.idp.claims(), "RS384", key=RSAKey.generate_key(2048, parameters={"kid": s.idp.key("RS256").kid})
     ),
     "RS256 under the EC key's kid": lambda s: s.idp.sign(s.idp.claims(), "RS256", kid=s.idp.key("ES256").kid),
+    "Ed25519 with the key published for EdDSA": lambda s: s.idp.sign(
+        s.idp.claims(), "Ed25519", key=_without_alg(s.idp.key("EdDSA"))
+    ),
     "garbage": lambda s: "eyJhbGciOiJSUzI1NiJ9.not-base64!.x",
 }
 

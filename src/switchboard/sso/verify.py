@@ -1,7 +1,8 @@
 """Verifies a JWT signed by the configured issuer; the only module that uses joserfc.
 
-Only RS256, ES256 and EdDSA are accepted, the key is the issuer's (by `kid`), and `iss`, `aud` (the
-client id), `exp`, `nbf` and `iat` are checked. Every failure is the caller's bad token: 401.
+Only RS256, ES256 and EdDSA (also as RFC 9864's `Ed25519`) are accepted, the key is the issuer's
+(by `kid`), and `iss`, `aud` (the client id), `exp`, `nbf` and `iat` are checked. Every failure is
+the caller's bad token: 401.
 """
 
 from __future__ import annotations
@@ -19,8 +20,13 @@ from switchboard.sso.issuer import Issuer
 
 # The algorithm decides the key type, so that a key can never be used with an algorithm of another
 # family (the HS256-with-the-public-key confusion) whatever the token's header says.
-ALGORITHMS: dict[str, type[RSAKey | ECKey | OKPKey]] = {"RS256": RSAKey, "ES256": ECKey, "EdDSA": OKPKey}
-CURVES = {"ES256": "P-256", "EdDSA": "Ed25519"}
+ALGORITHMS: dict[str, type[RSAKey | ECKey | OKPKey]] = {
+    "RS256": RSAKey,
+    "ES256": ECKey,
+    "EdDSA": OKPKey,
+    "Ed25519": OKPKey,  # RFC 9864's name for EdDSA on Ed25519; it deprecates "EdDSA" in JOSE
+}
+CURVES = {"ES256": "P-256", "EdDSA": "Ed25519", "Ed25519": "Ed25519"}
 MAX_TOKEN_BYTES = 16 * 1024
 
 
