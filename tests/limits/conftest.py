@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from switchboard.limits.models import LimitRow
 from tests.conftest import GatewayFactory, default_test_config
 from tests.support.gateway import Gateway, User
-from tests.support.recorder import RECORDER
+from tests.support.recorder import RECORDER, tls_context
 
 AGENT_ID = "limited-agent"
 CAPPED_BUDGET = "7000000000"
@@ -77,7 +77,7 @@ def join_room(owner: User, room_id: str, user: User, role: str) -> None:
 
 def issue_api_key(gateway: Gateway, user: User) -> str:
     """An API key's id; the key itself is kept out of the recorded responses."""
-    with httpx.Client(base_url=gateway.url, timeout=30.0) as client:
+    with httpx.Client(base_url=gateway.url, timeout=30.0, verify=tls_context()) as client:
         response = client.post(
             "/auth/api-key/generate",
             json={"service_name": "limits-test", "description": ""},

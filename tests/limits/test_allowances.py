@@ -43,6 +43,7 @@ from tests.limits.test_replicas import (
 )
 from tests.observability.samples import Samples, parse
 from tests.support.databases import DatabaseFactory
+from tests.support.recorder import tls_context
 from tests.support.served import gateway_processes, served_env
 
 
@@ -133,7 +134,10 @@ def limited_config(
 
 def limit_ids(url: str, admin: str) -> dict[str, str]:
     listed = httpx.get(
-        f"{url}/limits", params={"subject_type": "economy"}, headers={"authorization": f"Bearer {admin}"}
+        f"{url}/limits",
+        params={"subject_type": "economy"},
+        headers={"authorization": f"Bearer {admin}"},
+        verify=tls_context(),
     )
     assert listed.status_code == 200, listed.text
     return {item["metric"]: item["id"] for item in listed.json()["data"]}
@@ -175,7 +179,7 @@ async def busy_with_an_allowance(
 
 
 def metrics(url: str, admin: str) -> Samples:
-    response = httpx.get(f"{url}/metrics", headers={"authorization": f"Bearer {admin}"})
+    response = httpx.get(f"{url}/metrics", headers={"authorization": f"Bearer {admin}"}, verify=tls_context())
     assert response.status_code == 200, response.text
     return parse(response.text)
 
@@ -362,7 +366,9 @@ def test_a_killed_process_allowance_expires_and_its_calls_on_it_are_recorded_aba
         # The lease (3 s) runs out: the other process frees everything the dead one held.
         wait_for(lambda: not holds(database), "the dead process's holds and allowance never expired")
         headers = {"authorization": f"Bearer {user}"}
-        records = httpx.get(f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+        records = httpx.get(
+            f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers, verify=tls_context()
+        ).json()["data"]
         dead = [(r["status"], r["error_code"]) for r in records if r["model"] in (first, second)]
         assert dead == [("abandoned", "gateway_crashed")] * 8
         assert limit_status(urls[1], admin, ids["cost"])["used"] == "0"
@@ -408,7 +414,9 @@ def test_a_call_on_an_allowance_killed_in_a_later_attempt_is_recorded_with_that_
         fake_provider.release(second)
         wait_for(lambda: not holds(database), "the dead process's rows never expired")
         headers = {"authorization": f"Bearer {user}"}
-        records = httpx.get(f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+        records = httpx.get(
+            f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers, verify=tls_context()
+        ).json()["data"]
         assert [(r["status"], r["attempt"]) for r in records if r["model"] == second] == [("abandoned", 2)]
         assert [(r["status"], r["attempt"]) for r in records if r["model"] == first] == [("error", 1)]
         assert [r["status"] for r in records if r["model"] == busy] == ["abandoned"] * 6
@@ -456,11 +464,15 @@ def one_settled_call(
         ids = limit_ids(url, admin)
         headers = {"authorization": f"Bearer {user}"}
         body = {"model": f"openai/{model}", "messages": MESSAGES, "max_tokens": MAX_TOKENS}
-        answered = httpx.post(f"{url}/v1/chat/completions", json=body, headers=headers, timeout=60)
+        answered = httpx.post(
+            f"{url}/v1/chat/completions", json=body, headers=headers, timeout=60, verify=tls_context()
+        )
         assert answered.status_code == 200, answered.text
 
         def usage() -> list[dict[str, Any]]:
-            found = httpx.get(f"{url}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+            found = httpx.get(
+                f"{url}/usage/me", params={"limit": 500}, headers=headers, verify=tls_context()
+            ).json()["data"]
             return [r for r in found if r["model"] == model]
 
         yield url, database, model, ids, usage

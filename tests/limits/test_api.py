@@ -12,6 +12,7 @@ from switchboard.kit.clock import utcnow
 from switchboard.limits.models import LimitHoldRow
 from tests.limits.conftest import create_limit, join_economy, new_economy
 from tests.support.gateway import Gateway, User
+from tests.support.recorder import tls_context
 
 LIMIT_FIELDS = {
     "id",
@@ -287,7 +288,8 @@ def test_list_pages_in_creation_order_with_an_opaque_cursor_and_filters(
 
 
 def test_the_limits_routes_are_tagged_and_declare_their_errors(limits_gateway: Gateway) -> None:
-    document = httpx.get(limits_gateway.url + "/openapi.json", timeout=60).json()  # built on first request
+    # the document is built on the first request
+    document = httpx.get(limits_gateway.url + "/openapi.json", timeout=60, verify=tls_context()).json()
     paths = document["paths"]
     for path in ("/limits", "/limits/{limit_id}", "/limits/{limit_id}/status", "/usage/me/limits"):
         for operation in paths[path].values():

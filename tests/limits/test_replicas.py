@@ -21,7 +21,7 @@ from switchboard.auth.tokens import TokenCodec
 from tests.conftest import default_test_config
 from tests.support import gateway as support
 from tests.support.databases import DatabaseFactory
-from tests.support.recorder import RECORDER
+from tests.support.recorder import RECORDER, tls_context
 from tests.support.served import gateway_processes, served_env
 
 PRICES = {"input_per_mtok": "0.15", "output_per_mtok": "0.60"}  # 150 and 600 nano-units a token
@@ -71,17 +71,22 @@ def setup_caller(url: str, user: str, admin: str, fake_provider: Any, limit: dic
         f"{url}/llm-credentials",
         headers={"authorization": f"Bearer {user}"},
         json={"provider": "openai", "secret": secret, "base_url": f"{fake_provider.base_url}/v1"},
+        verify=tls_context(),
     )
     assert created.status_code == 201, created.text
     if limit is None:  # the config file declares it
         return ""
-    added = httpx.post(f"{url}/limits", headers={"authorization": f"Bearer {admin}"}, json=limit)
+    added = httpx.post(
+        f"{url}/limits", headers={"authorization": f"Bearer {admin}"}, json=limit, verify=tls_context()
+    )
     assert added.status_code == 201, added.text
     return str(added.json()["id"])
 
 
 def limit_status(url: str, admin: str, limit_id: str) -> dict[str, Any]:
-    response = httpx.get(f"{url}/limits/{limit_id}/status", headers={"authorization": f"Bearer {admin}"})
+    response = httpx.get(
+        f"{url}/limits/{limit_id}/status", headers={"authorization": f"Bearer {admin}"}, verify=tls_context()
+    )
     assert response.status_code == 200, response.text
     return dict(response.json())
 
@@ -143,6 +148,7 @@ def test_forty_concurrent_calls_on_two_replicas_spend_exactly_what_the_limit_all
             f"{urls[1]}/limits",
             params={"subject_type": "economy"},
             headers={"authorization": f"Bearer {admin}"},
+            verify=tls_context(),
         )
         assert listed.status_code == 200, listed.text
         (limit_id,) = [item["id"] for item in listed.json()["data"] if item["amount"] == str(AMOUNT)]

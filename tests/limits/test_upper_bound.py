@@ -23,7 +23,7 @@ from tests.limits.test_replicas import (
     wave,
 )
 from tests.support.databases import DatabaseFactory
-from tests.support.recorder import RECORDER
+from tests.support.recorder import RECORDER, tls_context
 
 CJK = [{"role": "user", "content": "漢" * 2000}]
 CJK_CAP = 10
@@ -54,12 +54,14 @@ def caller_on(urls: list[str], fake_provider: Any) -> tuple[str, str, str]:
         f"{urls[0]}/llm-credentials",
         headers={"authorization": f"Bearer {user}"},
         json={"provider": "openai", "secret": secret, "base_url": f"{fake_provider.base_url}/v1"},
+        verify=tls_context(),
     )
     assert created.status_code == 201, created.text
     listed = httpx.get(
         f"{urls[0]}/limits",
         params={"subject_type": "economy"},
         headers={"authorization": f"Bearer {admin}"},
+        verify=tls_context(),
     )
     assert listed.status_code == 200, listed.text
     [limit] = listed.json()["data"]

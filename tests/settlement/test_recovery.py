@@ -28,6 +28,7 @@ from tests.limits.test_replicas import (
     two_replicas,
 )
 from tests.support.databases import DatabaseFactory
+from tests.support.recorder import tls_context
 
 
 def test_keyed_calls_on_a_killed_replica_are_recorded_once_ok_and_once_abandoned(
@@ -79,13 +80,16 @@ def test_keyed_calls_on_a_killed_replica_are_recorded_once_ok_and_once_abandoned
                     json={"model": f"openai/{model}", "messages": MESSAGES, "stream": i % 2 == 1},
                     headers={**headers, "idempotency-key": key},
                     timeout=60,
+                    verify=tls_context(),
                 )
                 if response.status_code != 409:
                     break
                 assert time.monotonic() < deadline, "the dead call's key was never freed"
                 time.sleep(0.2)
             assert response.status_code == 200, response.text
-        records = httpx.get(f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+        records = httpx.get(
+            f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers, verify=tls_context()
+        ).json()["data"]
         final = limit_status(urls[1], admin, limit_id)
     for key in keys:
         mine = sorted((r["status"], r["error_code"]) for r in records if r["idempotency_key"] == key)
@@ -126,7 +130,9 @@ def test_a_call_that_outlives_several_leases_keeps_its_hold_and_is_never_taken_f
 
         response = asyncio.run(long_call())
         assert response.status_code == 200, response.text
-        records = httpx.get(f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+        records = httpx.get(
+            f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers, verify=tls_context()
+        ).json()["data"]
         final = limit_status(urls[1], admin, limit_id)
     assert [(r["status"], r["error_code"]) for r in records if r["model"] == model] == [("ok", None)]
     assert final["reserved"] == "0" and final["used"] == str(ACTUAL)
@@ -172,7 +178,9 @@ def test_a_call_killed_in_a_later_attempt_is_recorded_abandoned_with_that_attemp
         fake_provider.release(second)
         deadline = time.monotonic() + 60
         while True:  # the dead call's lease (3 s) runs out, then the other replica recovers it
-            records = httpx.get(f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers).json()["data"]
+            records = httpx.get(
+                f"{urls[1]}/usage/me", params={"limit": 500}, headers=headers, verify=tls_context()
+            ).json()["data"]
             abandoned = [r for r in records if r["status"] == "abandoned"]
             if abandoned:
                 break
