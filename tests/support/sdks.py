@@ -13,39 +13,43 @@ from tests.support.gateway import User
 from tests.support.recorder import tls_context
 
 
-class _OpenAIHttp(openai.DefaultHttpxClient):
-    """The client the openai SDK makes for itself (its defaults, closed when collected), on the
-    process's one TLS context (recorder.tls_context) rather than a CA bundle loaded for each SDK."""
-
-    def __init__(self) -> None:
-        super().__init__(verify=tls_context())
+class _ClosedWhenCollected:
+    """Mixed into an SDK's own client class: closes it when collected, as the client an SDK makes for
+    itself does (the SDK does not close a client it was handed). No base of its own: the anthropic
+    SDK's client is not an `httpx.Client`."""
 
     def __del__(self) -> None:
-        if not self.is_closed:
-            with contextlib.suppress(Exception):
-                self.close()
+        with contextlib.suppress(Exception):
+            if not self.is_closed:  # type: ignore[attr-defined]
+                self.close()  # type: ignore[attr-defined]
 
 
-class _AnthropicHttp(anthropic.DefaultHttpxClient):
-    """The same for the anthropic SDK."""
+# Each SDK's own client class (its defaults), given the process's one TLS context
+# (recorder.tls_context) rather than a CA bundle loaded for each SDK client.
+class _OpenAIHttp(_ClosedWhenCollected, openai.DefaultHttpxClient):
+    pass
 
-    def __init__(self) -> None:
-        super().__init__(verify=tls_context())
 
-    def __del__(self) -> None:
-        if not self.is_closed:
-            with contextlib.suppress(Exception):
-                self.close()
+class _AnthropicHttp(_ClosedWhenCollected, anthropic.DefaultHttpxClient):
+    pass
 
 
 def openai_client(gateway: Any, user: User) -> openai.OpenAI:
     """`gateway`: anything with a `url` (an in-process gateway or a served one)."""
     return openai.OpenAI(
-        base_url=f"{gateway.url}/v1", api_key=user.token, max_retries=0, timeout=20, http_client=_OpenAIHttp()
+        base_url=f"{gateway.url}/v1",
+        api_key=user.token,
+        max_retries=0,
+        timeout=20,
+        http_client=_OpenAIHttp(verify=tls_context()),
     )
 
 
 def anthropic_client(gateway: Any, user: User) -> anthropic.Anthropic:
     return anthropic.Anthropic(
-        base_url=gateway.url, api_key=user.token, max_retries=0, timeout=20, http_client=_AnthropicHttp()
+        base_url=gateway.url,
+        api_key=user.token,
+        max_retries=0,
+        timeout=20,
+        http_client=_AnthropicHttp(verify=tls_context()),
     )

@@ -249,7 +249,8 @@ def listing(records: Sequence[object]) -> dict[str, object]:
     written whole, sixteen records took three 4 KB pages (two of them overflow pages) per row."""
     if len(records) < 2 or not all(isinstance(record, dict) for record in records):
         return {CALLS: list(records)}
-    first, rest = cast(dict[str, object], records[0]), cast(Sequence[dict[str, object]], records[1:])
+    dicts = cast(Sequence[dict[str, object]], records)
+    first, rest = dicts[0], dicts[1:]
     shared: dict[str, object] = {}
     for key, value in first.items():
         for other in rest:
@@ -263,12 +264,9 @@ def listing(records: Sequence[object]) -> dict[str, object]:
     keys = first.keys()
     if all(other.keys() == keys for other in rest):  # recovery records all have the same fields
         own = [key for key in keys if key not in shared]
-        calls = [{key: record[key] for key in own} for record in cast(Sequence[dict[str, object]], records)]
+        calls = [{key: record[key] for key in own} for record in dicts]
     else:
-        calls = [
-            {key: value for key, value in record.items() if key not in shared}
-            for record in cast(Sequence[dict[str, object]], records)
-        ]
+        calls = [{key: value for key, value in record.items() if key not in shared} for record in dicts]
     return {SHARED: shared, CALLS: calls}
 
 
